@@ -1,0 +1,317 @@
+package tableformat
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// Paths inside a table. NB: on-disk names; must not change.
+const (
+	// LogDir holds CURRENT and the commit files.
+	LogDir      = "_timeseries_log"
+	currentPath = LogDir + "/CURRENT"
+	// orphanDir receives unreadable commit files found above the newest
+	// commit (see Options.OrphanGrace). Readers never look inside it.
+	orphanDir = LogDir + "/_orphaned"
+)
+
+// CommitPath returns the table-relative path of commit v: the version
+// zero-padded to at least ten digits.
+func CommitPath(v uint64) string { return fmt.Sprintf("%s/%010d.json", LogDir, v) }
+
+// logStore reads and writes the transaction log of one table.
+type logStore struct {
+	fs   storage.FS
+	opts *Options
+}
+
+// readCurrent returns the version in CURRENT, 0 when it does not exist.
+func (l *logStore) readCurrent() (uint64, error) {
+	data, err := l.fs.ReadFile(currentPath)
+	if storage.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, storageErr("read CURRENT", err)
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return 0, corruptf(currentPath, 0, nil, "CURRENT is empty")
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, corruptf(currentPath, 0, nil, "CURRENT holds %q, not a version number", preview([]byte(s)))
+	}
+	return v, nil
+}
+
+// readCommit loads and decodes commit v. A missing file is reported with
+// an error satisfying storage.IsNotExist; protocol and upgrade errors are
+// returned as they are; anything malformed is a CorruptionError.
+func (l *logStore) readCommit(v uint64) (*Commit, error) {
+	p := CommitPath(v)
+	data, err := l.fs.ReadFile(p)
+	if err != nil {
+		if storage.IsNotExist(err) {
+			return nil, err
+		}
+		return nil, storageErr("read "+p, err)
+	}
+	c, err := decodeCommit(data)
+	if err != nil {
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			pe.Version = v
+			return nil, pe
+		}
+		if errors.Is(err, ErrNeedsUpgrade) {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return nil, corruptf(p, v, err, "malformed commit")
+	}
+	if c.Version != v {
+		return nil, corruptf(p, v, nil, "file holds version %d", c.Version)
+	}
+	return c, nil
+}
+
+// replay brings base (nil for an empty table) up to the newest commit:
+// every commit up to CURRENT must exist and be valid; after that, valid
+// commit files above CURRENT are rolled forward (the commit file is the
+// commit; CURRENT is a hint that may lag after a crash). It returns the new
+// state and how many commits were found above CURRENT.
+func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, error) {
+	cur, err := l.readCurrent()
+	if err != nil {
+		return nil, 0, err
+	}
+	st := base
+	from := uint64(0)
+	if st != nil {
+		from = st.Version
+	}
+	for v := from + 1; v <= cur; v++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		c, err := l.readCommit(v)
+		if storage.IsNotExist(err) {
+			return nil, 0, corruptf(CommitPath(v), v, nil, "commit %d is missing but CURRENT says %d", v, cur)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if st, err = st.apply(c, CommitPath(v)); err != nil {
+			return nil, 0, err
+		}
+	}
+	var rolled uint64
+	for {
+		v := uint64(1)
+		if st != nil {
+			v = st.Version + 1
+		}
+		c, err := l.readCommit(v)
+		if storage.IsNotExist(err) {
+			break
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			l.opts.logger().Warn("ignoring unreadable commit file above the newest commit", "path", CommitPath(v), "error", err)
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		next, err := st.apply(c, CommitPath(v))
+		if err != nil {
+			if errors.As(err, &ce) {
+				l.opts.logger().Warn("ignoring invalid commit file above the newest commit", "path", CommitPath(v), "error", err)
+				break
+			}
+			return nil, 0, err
+		}
+		st = next
+		if v > cur {
+			rolled++
+		}
+	}
+	return st, rolled, nil
+}
+
+// publishCurrent points CURRENT at v: a uniquely named temporary file,
+// fsync, rename over CURRENT, directory fsync. It never moves CURRENT
+// backwards as far as it can see.
+func (l *logStore) publishCurrent(v uint64) error {
+	if cur, err := l.readCurrent(); err == nil && cur >= v {
+		return nil
+	}
+	tmp := LogDir + "/CURRENT.tmp-" + randomHex()
+	if err := l.writeDurable(tmp, []byte(strconv.FormatUint(v, 10)+"\n")); err != nil {
+		return err
+	}
+	if err := l.fs.Rename(tmp, currentPath); err != nil {
+		l.removeQuietly(tmp)
+		return storageErr("publish CURRENT", err)
+	}
+	if err := l.fs.SyncDir(LogDir); err != nil {
+		return storageErr("sync log directory after publishing CURRENT", err)
+	}
+	return nil
+}
+
+// writeDurable creates name exclusively with data and fsyncs it. On failure
+// the file is removed.
+func (l *logStore) writeDurable(name string, data []byte) error {
+	f, err := l.fs.CreateExclusive(name)
+	if err != nil {
+		if !storage.IsExist(err) {
+			l.removeQuietly(name) // the name is ours alone; leave nothing behind
+		}
+		return storageErr("create "+name, err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		l.removeQuietly(name)
+		return storageErr("write "+name, werr)
+	}
+	return nil
+}
+
+func (l *logStore) removeQuietly(name string) {
+	if err := l.fs.Remove(name); err != nil && !storage.IsNotExist(err) {
+		l.opts.logger().Warn("could not remove temporary file", "path", name, "error", err)
+	}
+}
+
+// commit writes the next commit on top of st, which the caller has
+// validated. The steps:
+//
+//  1. CURRENT is read; if it is past st.Version the commit conflicts.
+//  2. The commit is written to a uniquely named temporary file and fsynced.
+//  3. The temporary file is hard-linked to the commit's name. The link is
+//     the exclusive create: it fails if another writer created that
+//     version first, and the name never refers to a partial file.
+//  4. The log directory is fsynced: from here the commit is durable and
+//     committed (a failure of this step is an ambiguous outcome).
+//  5. CURRENT is published. A failure here does not undo the commit; the
+//     next open or commit rolls CURRENT forward.
+func (l *logStore) commit(ctx context.Context, st *State, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	expected := st.versionOrZero()
+	v := expected + 1
+	cur, err := l.readCurrent()
+	if err != nil {
+		return err
+	}
+	if cur > expected {
+		return &ConflictError{Expected: expected, Found: cur}
+	}
+	tmp := fmt.Sprintf("%s/.%010d.json.tmp-%s", LogDir, v, randomHex())
+	if err := l.writeDurable(tmp, data); err != nil {
+		return err
+	}
+	defer l.removeQuietly(tmp)
+	target := CommitPath(v)
+	for attempt := 0; ; attempt++ {
+		err := l.fs.Link(tmp, target)
+		if err == nil {
+			break
+		}
+		if storage.IsExist(err) {
+			if attempt == 0 && l.setAsideOrphan(st, v) {
+				continue
+			}
+			return &ConflictError{Expected: expected, Found: v, LostRace: true}
+		}
+		// The link failed for another reason: did the name appear?
+		got, rerr := l.fs.ReadFile(target)
+		switch {
+		case storage.IsNotExist(rerr):
+			return storageErr("create "+target, err)
+		case rerr == nil && bytes.Equal(got, data):
+			// It was created after all.
+		case rerr == nil:
+			return &ConflictError{Expected: expected, Found: v, LostRace: true}
+		default:
+			return fmt.Errorf("%w: creating %s failed (%v) and its existence could not be checked: %w", ErrAmbiguousOutcome, target, err, rerr)
+		}
+		break
+	}
+	if err := l.fs.SyncDir(LogDir); err != nil {
+		return fmt.Errorf("%w: commit %s is visible but the log directory could not be synced, so it may not survive a crash: %w", ErrAmbiguousOutcome, target, err)
+	}
+	if err := l.publishCurrent(v); err != nil {
+		l.opts.logger().Warn("commit is durable but CURRENT was not updated; the next open rolls it forward", "version", v, "error", err)
+	}
+	return nil
+}
+
+// setAsideOrphan handles a commit file found at version v when st is the
+// newest state: if it is not a valid commit on top of st and is older than
+// the grace period, it is moved into the orphan directory and true is
+// returned so that the writer can try again.
+func (l *logStore) setAsideOrphan(st *State, v uint64) bool {
+	target := CommitPath(v)
+	c, err := l.readCommit(v)
+	if err == nil {
+		if _, err = st.apply(c, target); err == nil {
+			return false // a real commit: the writer lost the race
+		}
+	}
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	info, serr := l.fs.Stat(target)
+	if serr != nil || l.opts.now().Sub(info.ModTime) < l.opts.OrphanGrace {
+		return false
+	}
+	dest := fmt.Sprintf("%s/%010d.json.%d", orphanDir, v, l.opts.now().UnixNano())
+	if err := l.fs.MkdirAll(orphanDir); err != nil {
+		return false
+	}
+	// Link then remove, so that no rename ever lands on a commit name.
+	if err := l.fs.Link(target, dest); err != nil {
+		return false
+	}
+	if err := l.fs.Remove(target); err != nil {
+		return false
+	}
+	if err := l.fs.SyncDir(LogDir); err != nil {
+		return false
+	}
+	_ = l.fs.SyncDir(orphanDir)
+	l.opts.logger().Warn("set aside an unreadable commit file left by a crashed writer", "path", target, "moved_to", dest, "reason", ce.Error())
+	return true
+}
+
+func (s *State) versionOrZero() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.Version
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

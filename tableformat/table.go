@@ -1,0 +1,191 @@
+package tableformat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// Table is a handle on one table directory. It holds the snapshot it last
+// loaded; [Table.Refresh] moves it forward. A Table is safe for concurrent
+// use; commits through one handle are serialized, and commits from other
+// handles or processes are detected by optimistic concurrency.
+type Table struct {
+	fs   storage.FS
+	opts *Options
+	log  logStore
+
+	mu    sync.Mutex // serializes commits and refreshes
+	state *State     // replaced, never mutated
+}
+
+// CreateOptions describes a new table.
+type CreateOptions struct {
+	// Index is required.
+	Index IndexSpec
+	// Schema is optional: without it the first append adopts one.
+	Schema *Schema
+}
+
+// Create makes a new table in fsys (whose root is the table directory) by
+// committing version 1 with a single UpdateTableMeta. It fails with
+// ErrAlreadyExists if the directory already holds commits.
+func Create(ctx context.Context, fsys storage.FS, co CreateOptions, opts *Options) (*Table, error) {
+	if opts == nil {
+		opts = DefaultOptions()
+	}
+	if err := co.Index.Validate(); err != nil {
+		return nil, err
+	}
+	meta := &TableMeta{
+		Index:          &co.Index,
+		Schema:         co.Schema,
+		CreatedAt:      opts.now().UTC(),
+		Protocol:       ProtocolVersion,
+		ReaderFeatures: []string{},
+		WriterFeatures: []string{},
+	}
+	meta.Index.EntityColumns = nonNil(slices.Clone(co.Index.EntityColumns))
+	if co.Schema != nil && co.Schema.HasMetadata() {
+		meta.ReaderFeatures = []string{FeatureSchemaMetadata}
+		meta.WriterFeatures = []string{FeatureSchemaMetadata}
+	}
+	if err := meta.validate(); err != nil {
+		if errors.Is(err, ErrInvalidInput) {
+			return nil, err
+		}
+		return nil, invalidf("%v", err)
+	}
+	t := newTable(fsys, opts)
+	st, _, err := t.log.replay(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		return nil, fmt.Errorf("%w: the directory already holds a table at version %d", ErrAlreadyExists, st.Version)
+	}
+	if _, err := t.commitLocked(ctx, []Action{UpdateTableMeta{Meta: *meta}}); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("%w: another writer created the table first", ErrAlreadyExists)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// Open loads the table in fsys. An empty directory is ErrNotFound. Commit
+// files found above CURRENT are valid commits whose publication was cut
+// short; Open reads them and, unless opts.ReadOnly, rolls CURRENT forward.
+func Open(ctx context.Context, fsys storage.FS, opts *Options) (*Table, error) {
+	if opts == nil {
+		opts = DefaultOptions()
+	}
+	t := newTable(fsys, opts)
+	if _, err := t.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	if t.state == nil {
+		return nil, fmt.Errorf("%w: no table here (the log has no commits)", ErrNotFound)
+	}
+	return t, nil
+}
+
+func newTable(fsys storage.FS, opts *Options) *Table {
+	return &Table{fs: fsys, opts: opts, log: logStore{fs: fsys, opts: opts}}
+}
+
+// FS returns the table's storage.
+func (t *Table) FS() storage.FS { return t.fs }
+
+// State returns the snapshot the handle holds. It is immutable.
+func (t *Table) State() *State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
+
+// Refresh loads the commits made since the handle's snapshot and returns
+// the new snapshot.
+func (t *Table) Refresh(ctx context.Context) (*State, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refreshLocked(ctx)
+}
+
+func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
+	st, rolled, err := t.log.replay(ctx, t.state)
+	if err != nil {
+		return nil, err
+	}
+	t.state = st
+	if rolled > 0 && !t.opts.ReadOnly {
+		if err := t.log.publishCurrent(st.Version); err != nil {
+			t.opts.logger().Warn("could not roll CURRENT forward", "version", st.Version, "error", err)
+		} else {
+			t.opts.logger().Info("rolled CURRENT forward over commits whose publication was interrupted", "version", st.Version, "commits", rolled)
+		}
+	}
+	return st, nil
+}
+
+// Commit writes actions as the next version on top of the handle's
+// snapshot, which must be version expected; it returns the new version.
+// Before anything is written it runs the writer compatibility check on the
+// snapshot and on any metadata the actions install, and replays the actions
+// on a copy of the snapshot so that an invalid commit is never written.
+//
+// Errors: ErrConflict (a *ConflictError) when the table moved on; refresh
+// and rebuild the actions. ErrAmbiguousOutcome when the commit may or may
+// not exist. ErrInvalidInput for actions that would break the format.
+func (t *Table) Commit(ctx context.Context, expected uint64, actions []Action) (uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state.versionOrZero() != expected {
+		return 0, &ConflictError{Expected: expected, Found: t.state.versionOrZero()}
+	}
+	if t.state != nil {
+		if err := t.state.Meta.CheckWrite(); err != nil {
+			return 0, err
+		}
+	}
+	return t.commitLocked(ctx, actions)
+}
+
+func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, error) {
+	if len(actions) == 0 {
+		return 0, invalidf("a commit needs at least one action")
+	}
+	for _, a := range actions {
+		if u, ok := a.(UpdateTableMeta); ok {
+			if err := u.Meta.CheckWrite(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	v := t.state.versionOrZero() + 1
+	c := &Commit{Version: v, BaseVersion: v - 1, Timestamp: t.opts.now().UTC(), Actions: actions}
+	data, err := c.MarshalJSON()
+	if err != nil {
+		return 0, err
+	}
+	next, err := t.state.apply(c, CommitPath(v))
+	if err != nil {
+		return 0, invalidf("the commit would not be valid: %v", err)
+	}
+	if err := t.log.commit(ctx, t.state, data); err != nil {
+		if errors.Is(err, ErrAmbiguousOutcome) {
+			// Learn whether the commit landed: a refresh reads it if it did.
+			if _, rerr := t.refreshLocked(context.WithoutCancel(ctx)); rerr != nil {
+				t.opts.logger().Warn("reload after an ambiguous commit failed", "error", rerr)
+			}
+		}
+		return 0, err
+	}
+	t.state = next
+	return v, nil
+}

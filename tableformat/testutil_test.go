@@ -1,0 +1,155 @@
+package tableformat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// tsIndex is the index of most test tables: timestamps at 10 s, one entity.
+func tsIndex() IndexSpec {
+	return IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
+}
+
+func tsSchema(extra ...Field) *Schema {
+	s := &Schema{Columns: []Field{
+		{Name: "ts", Type: DataType{Kind: TypeTimestamp, Unit: Nanos, Timezone: strp("UTC")}},
+		{Name: "host", Type: DataType{Kind: TypeUtf8}},
+		{Name: "v", Type: DataType{Kind: TypeInt64}, Nullable: true},
+	}}
+	s.Columns = append(s.Columns, extra...)
+	return s
+}
+
+// adoptSchema is a valid commit on a fresh table: it installs tsSchema.
+func adoptSchema(st *State) []Action {
+	m := st.Meta.Clone()
+	m.Schema = tsSchema()
+	return []Action{UpdateTableMeta{Meta: *m}}
+}
+
+// marker is a valid commit that changes nothing but names itself, so a
+// test can find out afterwards which writer made which version.
+func marker(name string) []Action {
+	return []Action{RemoveSegment{Path: "data/markers/" + name + ".parquet"}}
+}
+
+func mustCreate(t *testing.T, fsys storage.FS) *Table {
+	t.Helper()
+	tb, err := Create(context.Background(), fsys, CreateOptions{Index: tsIndex()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// copyToDisk writes every file of fsys under dir.
+func copyToDisk(t *testing.T, fsys storage.FS, dir string) {
+	t.Helper()
+	var walk func(p string)
+	walk = func(p string) {
+		names, err := fsys.List(p)
+		if err != nil {
+			t.Fatalf("list %s: %v", p, err)
+		}
+		for _, n := range names {
+			child := path.Join(p, n)
+			info, err := fsys.Stat(child)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.IsDir {
+				walk(child)
+				continue
+			}
+			data, err := fsys.ReadFile(child)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(dir, filepath.FromSlash(child))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	walk(".")
+}
+
+// referenceResult is one line of testdata/reference/inspect_tables.py.
+type referenceResult struct {
+	Dir               string         `json:"dir"`
+	OK                bool           `json:"ok"`
+	Version           uint64         `json:"version"`
+	VersionAfterProbe uint64         `json:"version_after_probe"`
+	ProbeSkipped      string         `json:"probe_skipped"`
+	IndexSpec         map[string]any `json:"index_spec"`
+	Error             string         `json:"error"`
+}
+
+// requireReference returns the python interpreter that has the reference
+// package, skipping the test when there is none, except in CI, where the
+// package is installed and its absence is a failure.
+func requireReference(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("TSFLIGHT_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	out, err := exec.Command(py, "-c", "import timeseries_table_format as m; print(m.__version__)").CombinedOutput()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have timeseries-table-format installed: %v: %s", err, out)
+		}
+		t.Skipf("timeseries-table-format is not installed (%v); CI runs this test", err)
+	}
+	if v := string(bytes.TrimSpace(out)); v != "0.9.0" {
+		t.Fatalf("reference package version %s, want 0.9.0", v)
+	}
+	return py
+}
+
+// inspectWithReference opens each dir with the reference package.
+func inspectWithReference(t *testing.T, probe bool, dirs ...string) map[string]referenceResult {
+	t.Helper()
+	py := requireReference(t)
+	args := []string{filepath.Join("..", "testdata", "reference", "inspect_tables.py")}
+	if probe {
+		args = append(args, "--append-probe")
+	}
+	args = append(args, dirs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inspect_tables.py: %v\n%s", err, stderr.String())
+	}
+	res := map[string]referenceResult{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var r referenceResult
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("inspect output: %v\n%s", err, out)
+		}
+		res[filepath.Clean(r.Dir)] = r
+	}
+	for _, d := range dirs {
+		if _, ok := res[filepath.Clean(d)]; !ok {
+			t.Fatalf("inspect_tables.py said nothing about %s:\n%s", d, out)
+		}
+	}
+	return res
+}
