@@ -130,7 +130,9 @@ func (a UpdateTableMeta) MarshalJSON() ([]byte, error)     { return a.appendJSON
 func (a UpdateTableCoverage) MarshalJSON() ([]byte, error) { return a.appendJSON(nil), nil }
 
 func allTypesMeta() TableMeta {
-	f := func(name string, t DataType, nullable bool) Field { return Field{Name: name, Type: t, Nullable: nullable} }
+	f := func(name string, t DataType, nullable bool) Field {
+		return Field{Name: name, Type: t, Nullable: nullable}
+	}
 	k := func(kind TypeKind) DataType { return DataType{Kind: kind} }
 	return TableMeta{
 		Index: &IndexSpec{Column: "ts", EntityColumns: []string{"e1", "e2", "e3"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Days, 1}}},
@@ -208,9 +210,9 @@ func TestCommitGolden(t *testing.T) {
 
 func TestTimeFormatYears(t *testing.T) {
 	cases := map[string]time.Time{
-		"0001-01-01T00:00:00Z":        time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		"0001-01-01T00:00:00Z":           time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
 		"9999-12-31T23:59:59.999999999Z": time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		"+10000-01-01T00:00:00Z":      time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"+10000-01-01T00:00:00Z":         time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		"2262-04-11T23:47:16.854775807Z": time.Unix(0, math.MaxInt64),
 	}
 	for want, tm := range cases {
