@@ -41,6 +41,11 @@ var (
 	// synced). Reopen the table and reconcile before retrying.
 	ErrAmbiguousOutcome = errors.New("ambiguous commit outcome")
 
+	// ErrOverlap: an append would put a second row into an (identity,
+	// index interval) that already holds one, inside the stream or against
+	// committed data. Nothing was committed. See [OverlapError].
+	ErrOverlap = errors.New("index interval overlap")
+
 	// ErrCorrupt: what is on disk breaks the format's rules. See
 	// [CorruptionError].
 	ErrCorrupt = errors.New("corrupt table")
@@ -162,3 +167,27 @@ func invalidf(format string, args ...any) error {
 func storageErr(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrStorage, op, err)
 }
+
+// OverlapError reports rows that collide on (identity, index interval). It
+// wraps [ErrOverlap].
+type OverlapError struct {
+	// Within is true for collisions inside one append's own input; false
+	// for collisions with data committed at Version.
+	Within  bool
+	Version uint64
+	// Count is the number of colliding (identity, interval) pairs.
+	Count uint64
+	// Example names one collision: identity and interval in the index's
+	// own units (timestamps in RFC 3339).
+	Example string
+}
+
+func (e *OverlapError) Error() string {
+	if e.Within {
+		return fmt.Sprintf("the input has more than one row in %d (identity, index interval) pairs, e.g. %s; at most one row per identity and interval is allowed", e.Count, e.Example)
+	}
+	return fmt.Sprintf("the input overlaps data already in the table (version %d) in %d (identity, index interval) pairs, e.g. %s; nothing was committed", e.Version, e.Count, e.Example)
+}
+
+// Is makes errors.Is(err, ErrOverlap) true.
+func (e *OverlapError) Is(target error) bool { return target == ErrOverlap }

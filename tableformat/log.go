@@ -123,21 +123,19 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		if storage.IsNotExist(err) {
 			break
 		}
-		var ce *CorruptionError
-		if errors.As(err, &ce) {
-			l.opts.logger().Warn("ignoring unreadable commit file above the newest commit", "path", CommitPath(v), "error", err)
+		if errors.Is(err, ErrStorage) {
+			return nil, 0, err
+		}
+		var next *State
+		if err == nil {
+			next, err = st.apply(c, CommitPath(v))
+		}
+		if err != nil {
+			// Not a commit this build can roll forward over: torn, invalid,
+			// or from a newer protocol. Read at the published version, as
+			// the reference does; writers cannot create this version.
+			l.opts.logger().Warn("ignoring a commit file above CURRENT that cannot be read", "path", CommitPath(v), "error", err)
 			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		next, err := st.apply(c, CommitPath(v))
-		if err != nil {
-			if errors.As(err, &ce) {
-				l.opts.logger().Warn("ignoring invalid commit file above the newest commit", "path", CommitPath(v), "error", err)
-				break
-			}
-			return nil, 0, err
 		}
 		st = next
 		if v > cur {

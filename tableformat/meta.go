@@ -332,6 +332,11 @@ func (m *TableMeta) UnmarshalJSON(data []byte) error {
 	if err := validateFeatureList("writer", m.WriterFeatures); err != nil {
 		return &ProtocolError{corrupt: true, Reason: err.Error()}
 	}
+	// Refuse unsupported reader features before the payload that may
+	// depend on them (even the schema) is interpreted.
+	if u := unsupported(m.ReaderFeatures, supportedReaderFeatures); len(u) > 0 {
+		return &ProtocolError{Reason: "the table requires reader features this build does not support", Features: u}
+	}
 	if raw, err = o.need("kind"); err != nil {
 		return err
 	}

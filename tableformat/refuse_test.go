@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -116,6 +117,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"unknown reader feature", "1", []string{commitJSON(1, metaJSON(7, `["time_travel"]`, "[]", "", ""))}, ErrUnsupported, "time_travel"},
 		{"unknown reader feature checked before typed actions", "2", []string{createOK,
 			commitJSON(2, `{"AddSegment":{"path":"../../etc/passwd","format":"csv"}}`, metaJSON(7, `["time_travel"]`, "[]", testSchema, ""))}, ErrUnsupported, "time_travel"},
+		{"unknown reader feature checked before the schema", "1", []string{commitJSON(1, metaJSON(7, `["time_travel"]`, "[]", `{"columns":[{"name":"ts","data_type":"Float16","nullable":false}]}`, ""))}, ErrUnsupported, "time_travel"},
 		{"protocol 6", "1", []string{commitJSON(1, metaJSON(6, "[]", "[]", "", ""))}, ErrUnsupported, "protocol version 6"},
 		{"protocol 8", "1", []string{commitJSON(1, metaJSON(8, "[]", "[]", "", ""))}, ErrUnsupported, "protocol version 8"},
 		{"format_version", "1", []string{commitJSON(1, `{"UpdateTableMeta":{"kind":{"TimeSeries":{"column":"ts","entity_columns":[],"kind":{"type":"timestamp","bucket":{"Hours":1}}}},"logical_schema":null,"created_at":"2026-01-01T00:00:00Z","format_version":6}}`)}, ErrNeedsUpgrade, "format_version"},
@@ -225,5 +227,83 @@ func TestWriteRefusesUnsupportedWriterFeature(t *testing.T) {
 	}
 	if d := sameSnapshot(before, dirSnapshot(t, dir)); d != "" {
 		t.Fatalf("refused commit changed files: %s", d)
+	}
+}
+
+// TestUnreadableCommitAboveCurrent: a commit file above CURRENT that this
+// build cannot read (newer protocol, legacy metadata, removed feature) is
+// ignored by readers, like the reference ignores it, and blocks writers
+// with a conflict instead of being overwritten.
+func TestUnreadableCommitAboveCurrent(t *testing.T) {
+	cases := map[string]string{
+		"protocol 8":       commitJSON(2, metaJSON(8, "[]", "[]", "", "")),
+		"unknown feature":  commitJSON(2, metaJSON(7, `["time_travel"]`, "[]", "", "")),
+		"format_version":   commitJSON(2, metaJSON(7, "[]", "[]", "", `,"format_version":6`)),
+		"removed feature":  commitJSON(2, metaJSON(7, "[]", "[]", "", "")),
+		"version mismatch": strings.Replace(commitJSON(2, metaJSON(7, `["schema_metadata"]`, `["schema_metadata"]`, "", "")), `"version":2`, `"version":5`, 1),
+	}
+	for name, above := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeLog(t, dir, "1", commitJSON(1, metaJSON(7, `["schema_metadata"]`, `["schema_metadata"]`, "", "")), above)
+			before := dirSnapshot(t, dir)
+			opts := DefaultOptions()
+			opts.OrphanGrace = time.Hour
+			tb, err := Open(context.Background(), storage.Local(dir), opts)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if v := tb.State().Version; v != 1 {
+				t.Fatalf("version %d, want 1", v)
+			}
+			_, err = tb.Commit(context.Background(), 1, marker("x"))
+			var ce *ConflictError
+			if !errors.As(err, &ce) || !ce.LostRace {
+				t.Fatalf("commit over the unreadable file: %v, want a lost-race conflict", err)
+			}
+			if d := sameSnapshot(before, dirSnapshot(t, dir)); d != "" {
+				t.Fatalf("files changed: %s", d)
+			}
+		})
+	}
+}
+
+// TestNestingLimit: a commit must nest at most 127 levels, the deepest the
+// reference reads; a deeper schema is refused before anything is written.
+func TestNestingLimit(t *testing.T) {
+	nested := func(depth int) Field {
+		f := Field{Name: "leaf", Type: DataType{Kind: TypeInt64}, Nullable: true}
+		for i := 0; i < depth; i++ {
+			f = Field{Name: fmt.Sprintf("s%d", i), Type: DataType{Kind: TypeStruct, Fields: []Field{f}}, Nullable: true}
+		}
+		return f
+	}
+	// Each struct level adds 4 JSON levels; find the deepest that fits.
+	ctx := context.Background()
+	var okDepth int
+	for depth := 20; depth < 40; depth++ {
+		mem := storage.NewMem()
+		tb := mustCreate(t, mem)
+		m := tb.State().Meta.Clone()
+		m.Schema = tsSchema(nested(depth))
+		data, _ := (&Commit{Version: 2, BaseVersion: 1, Actions: []Action{UpdateTableMeta{Meta: *m}}}).MarshalJSON()
+		_, err := tb.Commit(ctx, 1, []Action{UpdateTableMeta{Meta: *m}})
+		if err == nil {
+			okDepth = depth
+			if data == nil || jsonDepth(data) > 127 {
+				t.Fatalf("depth %d committed with JSON depth %d", depth, jsonDepth(data))
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "at most 127") {
+			t.Fatalf("depth %d: %v", depth, err)
+		}
+		if _, serr := mem.Stat(CommitPath(2)); !storage.IsNotExist(serr) {
+			t.Fatal("a refused commit was written")
+		}
+		break
+	}
+	if okDepth == 0 {
+		t.Fatal("no depth committed")
 	}
 }

@@ -21,6 +21,8 @@ type Table struct {
 
 	mu    sync.Mutex // serializes commits and refreshes
 	state *State     // replaced, never mutated
+
+	covCache coverageCache
 }
 
 // CreateOptions describes a new table.

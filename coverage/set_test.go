@@ -1,0 +1,238 @@
+package coverage
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+func ident(s ...string) Identity {
+	out := make(Identity, len(s))
+	for i, v := range s {
+		out[i] = Utf8(v)
+	}
+	return out
+}
+
+func mustAdd(t testing.TB, s *Set, id Identity, ids ...uint64) {
+	t.Helper()
+	for _, x := range ids {
+		if _, err := s.Add(id, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAddReportsDuplicates(t *testing.T) {
+	s := NewEntity()
+	a, b := ident("A"), ident("B")
+	for i, c := range []struct {
+		id   Identity
+		x    uint64
+		dup  bool
+		card uint64
+	}{
+		{a, 7, false, 1}, {a, 7, true, 1}, {b, 7, false, 2}, {a, math.MaxUint64, false, 3}, {b, 7, true, 3},
+	} {
+		dup, err := s.Add(c.id, c.x)
+		if err != nil || dup != c.dup || s.Cardinality() != c.card {
+			t.Errorf("step %d: Add(%v, %d) = %v, %v; card %d", i, c.id, c.x, dup, err, s.Cardinality())
+		}
+	}
+	g := NewGlobal()
+	if dup, _ := g.Add(nil, 3); dup {
+		t.Error("first add reported duplicate")
+	}
+	if dup, _ := g.Add(nil, 3); !dup {
+		t.Error("second add not reported")
+	}
+	if _, err := g.Add(a, 1); !errors.Is(err, ErrSetKind) {
+		t.Errorf("identity on global set: %v", err)
+	}
+	if _, err := s.Add(nil, 1); !errors.Is(err, ErrSetKind) {
+		t.Errorf("no identity on entity set: %v", err)
+	}
+	if _, err := s.Add(Identity{Utf8("\xff")}, 1); !errors.Is(err, ErrInvalidIdentity) {
+		t.Errorf("invalid identity: %v", err)
+	}
+	if s.Len() != 2 || g.Len() != 0 {
+		t.Errorf("Len = %d, %d", s.Len(), g.Len())
+	}
+	if !s.IsEntity() || g.IsEntity() || s.IsEmpty() || g.IsEmpty() || !NewGlobal().IsEmpty() || !NewEntity().IsEmpty() {
+		t.Error("IsEntity / IsEmpty")
+	}
+	if !g.Contains(nil, 3) || g.Contains(nil, 4) || g.Contains(a, 3) || !s.Contains(b, 7) || s.Contains(b, 8) {
+		t.Error("Contains")
+	}
+}
+
+func TestAddRangeAndIdentities(t *testing.T) {
+	s := NewEntity()
+	if err := s.AddRange(ident("z"), Range{math.MaxUint64 - 2, math.MaxUint64}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRange(ident("a"), Range{0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRange(ident("a"), Range{5, 4}); !errors.Is(err, ErrEmptyRange) {
+		t.Errorf("inverted range: %v", err)
+	}
+	if err := s.AddIdentity(ident("m")); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Contains(ident("z"), math.MaxUint64) || !s.Contains(ident("z"), math.MaxUint64-2) || s.Contains(ident("z"), math.MaxUint64-3) {
+		t.Error("range at the top of the id space")
+	}
+	got := s.Identities()
+	if len(got) != 3 || !got[0].Equal(ident("a")) || !got[1].Equal(ident("m")) || !got[2].Equal(ident("z")) {
+		t.Errorf("Identities = %v", got)
+	}
+	if !s.Has(ident("m")) || s.Bitmap(ident("m")) == nil || !s.Bitmap(ident("m")).IsEmpty() || s.Has(ident("q")) || s.Bitmap(ident("q")) != nil {
+		t.Error("explicit empty identity")
+	}
+	if s.Cardinality() != 4 {
+		t.Errorf("Cardinality = %d", s.Cardinality())
+	}
+	if err := NewGlobal().AddIdentity(ident("x")); !errors.Is(err, ErrSetKind) {
+		t.Errorf("AddIdentity on global: %v", err)
+	}
+}
+
+func TestUnionCloneEqual(t *testing.T) {
+	a, b, c := ident("A"), ident("B"), ident("C")
+	left := NewEntity()
+	mustAdd(t, left, a, 1, 2)
+	mustAdd(t, left, b, 1)
+	right := NewEntity()
+	mustAdd(t, right, a, 2, 3)
+	mustAdd(t, right, c, 4)
+	before := left.Clone()
+	u, err := Union(left, right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !left.Equal(before) {
+		t.Error("Union modified its first argument")
+	}
+	if u.Len() != 3 || u.Cardinality() != 5 {
+		t.Errorf("union: %d identities, %d pairs", u.Len(), u.Cardinality())
+	}
+	if err := left.Union(right); err != nil || !left.Equal(u) {
+		t.Errorf("in-place union differs: %v", err)
+	}
+	// The union owns its bitmaps.
+	mustAdd(t, u, c, 99)
+	if right.Contains(c, 99) {
+		t.Error("union shares a bitmap with its input")
+	}
+	if before.Equal(left) {
+		t.Error("Equal ignores differences")
+	}
+	self := left.Clone()
+	if err := self.Union(self); err != nil || !self.Equal(left) {
+		t.Errorf("self union: %v", err)
+	}
+	if err := left.Union(NewGlobal()); !errors.Is(err, ErrSetKind) {
+		t.Errorf("mixed union: %v", err)
+	}
+	if _, err := Union(NewGlobal(), NewEntity()); !errors.Is(err, ErrSetKind) {
+		t.Errorf("mixed Union: %v", err)
+	}
+	if NewGlobal().Equal(NewEntity()) {
+		t.Error("global equals entity")
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	first, later := ident("A", "one"), ident("B", "one")
+	left := NewEntity()
+	mustAdd(t, left, later, 1)
+	mustAdd(t, left, first, 9, 3)
+	mustAdd(t, left, ident("only-left"), 1)
+	right := NewEntity()
+	mustAdd(t, right, later, 1)
+	mustAdd(t, right, first, 3, 9, 10)
+	mustAdd(t, right, ident("only-right"), 1)
+	ov, err := left.Overlap(right)
+	if err != nil || ov.Count != 3 || !ov.Identity.Equal(first) || ov.ID != 3 {
+		t.Errorf("Overlap = %+v, %v", ov, err)
+	}
+	if ov2, _ := right.Overlap(left); ov2.Count != 3 || !ov2.Identity.Equal(first) || ov2.ID != 3 {
+		t.Errorf("reverse Overlap = %+v", ov2)
+	}
+	// Same interval, different identities: no overlap.
+	x, y := NewEntity(), NewEntity()
+	mustAdd(t, x, ident("NVDA"), 10)
+	mustAdd(t, y, ident("AAPL"), 10)
+	if ov, _ := x.Overlap(y); ov.Count != 0 || ov.Identity != nil {
+		t.Errorf("different identities overlap: %+v", ov)
+	}
+	g1, g2 := NewGlobal(), NewGlobal()
+	mustAdd(t, g1, nil, 5, 6, 7)
+	mustAdd(t, g2, nil, 7, 6, 100)
+	if ov, _ := g1.Overlap(g2); ov.Count != 2 || ov.ID != 6 || ov.Identity != nil {
+		t.Errorf("global Overlap = %+v", ov)
+	}
+	if _, err := g1.Overlap(x); !errors.Is(err, ErrSetKind) {
+		t.Errorf("mixed Overlap: %v", err)
+	}
+}
+
+// A dense identity overlapping one id at its end: the example must come
+// from intersecting bitmaps, not from walking 2^32 ids.
+func TestOverlapDense(t *testing.T) {
+	dense, probe := NewEntity(), NewEntity()
+	id := ident("dense")
+	last := uint64(math.MaxUint32)
+	if err := dense.AddRange(id, Range{0, last}); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, probe, id, last, last+5)
+	start := time.Now()
+	ov, err := dense.Overlap(probe)
+	if err != nil || ov.Count != 1 || ov.ID != last {
+		t.Errorf("Overlap = %+v, %v", ov, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("dense overlap took %v", d)
+	}
+}
+
+// Readers share nothing: run with -race.
+func TestConcurrentReads(t *testing.T) {
+	s := NewEntity()
+	for i := range 50 {
+		mustAdd(t, s, Identity{Utf8("h"), Int32(int32(i))}, uint64(i), uint64(i+1))
+	}
+	done := make(chan bool)
+	for w := range 4 {
+		go func() {
+			ok := true
+			for i := range 50 {
+				id := Identity{Utf8("h"), Int32(int32((i + w) % 50))}
+				v, err := s.View(id)
+				st, _ := v.Stats(Range{0, 100})
+				ok = ok && err == nil && st.Covered == 2 && s.Has(id) && s.Contains(id, uint64((i+w)%50))
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Error("concurrent reader saw wrong coverage")
+		}
+	}
+}
+
+func BenchmarkAddExistingIdentity(b *testing.B) {
+	s := NewEntity()
+	id := Identity{Utf8("host_1234"), Int32(7)}
+	var x uint64
+	for b.Loop() {
+		x++
+		if _, err := s.Add(id, x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

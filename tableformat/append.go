@@ -1,0 +1,190 @@
+package tableformat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/google/uuid"
+)
+
+// Segment and sidecar locations. NB: on-disk names; must not change.
+const (
+	appendDir          = "data/_managed/append"
+	segmentCoverageDir = "_coverage/segments"
+	tableCoverageDir   = "_coverage/table"
+)
+
+// AppendOptions tune one append. Use DefaultAppendOptions.
+type AppendOptions struct {
+	// Compression of the Parquet segment (zstd by default, as the
+	// reference's newest writer).
+	Compression compress.Compression
+	// MaxRowsPerRowGroup closes a row group at this many rows
+	// (1,048,576 by default; must be positive).
+	MaxRowsPerRowGroup int64
+	// MaxBytesPerRowGroup closes a row group once its encoded size reaches
+	// this many bytes (128 MiB by default; 0 means no byte limit).
+	MaxBytesPerRowGroup int64
+	// MaxRetries bounds how often a commit that lost a race to another
+	// writer is rebased and retried (16 by default; 0 means never retry).
+	MaxRetries int
+	// Alloc allocates the Arrow buffers of normalized batches (nil means
+	// memory.DefaultAllocator).
+	Alloc memory.Allocator
+}
+
+// DefaultAppendOptions returns a fresh AppendOptions with the defaults.
+func DefaultAppendOptions() *AppendOptions {
+	return &AppendOptions{
+		Compression:         compress.Codecs.Zstd,
+		MaxRowsPerRowGroup:  1 << 20,
+		MaxBytesPerRowGroup: 128 << 20,
+		MaxRetries:          16,
+	}
+}
+
+// AppendResult describes a committed append.
+type AppendResult struct {
+	// Version is the commit that added the segment.
+	Version uint64
+	// Segment is the segment as committed.
+	Segment SegmentMeta
+	// Retries counts commits rebased after losing a race.
+	Retries int
+}
+
+// Append writes the whole stream as one new segment and commits it. The
+// rules are the reference's: the first append adopts the stream's schema
+// (in the same commit); later appends match columns by name, allow the
+// lossless widenings, require exact nullability, and may omit nullable
+// payload columns once schema_add_columns is active. Zero-row batches are
+// skipped and an empty stream is an error. At most one row may fall in each
+// (identity, index interval), within the stream and against what the table
+// already holds.
+//
+// Index bounds, row count and coverage are computed while the batches
+// stream through. When another writer commits first, the append re-checks
+// overlap against the new coverage and retries, up to opts.MaxRetries.
+// On failure every file the attempt created is removed, except after an
+// ambiguous commit outcome (ErrAmbiguousOutcome), when they are kept and
+// the error names the segment.
+func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *AppendOptions) (*AppendResult, error) {
+	if opts == nil {
+		opts = DefaultAppendOptions()
+	}
+	if opts.MaxRowsPerRowGroup <= 0 {
+		return nil, invalidf("MaxRowsPerRowGroup must be positive, got %d", opts.MaxRowsPerRowGroup)
+	}
+	mem := opts.Alloc
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	st, err := t.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Meta.CheckWrite(); err != nil {
+		return nil, err
+	}
+	for i := range st.Segments {
+		if st.Segments[i].CoveragePath == "" {
+			return nil, corruptf("", st.Version, nil, "live segment %s has no coverage sidecar; appends need one for every segment", st.Segments[i].Path)
+		}
+	}
+	norm, adopted, err := planSchema(st, rdr.Schema())
+	if err != nil {
+		return nil, err
+	}
+	canonicalSchema := st.Schema()
+	if adopted != nil {
+		canonicalSchema = adopted
+	}
+
+	a := &appendAttempt{t: t, opts: opts, mem: mem, attempt: uuid.New()}
+	defer a.cleanup()
+	seg, err := a.writeSegment(ctx, st, rdr, norm)
+	if err != nil {
+		return nil, err
+	}
+	for retry := 0; ; retry++ {
+		actions := []Action{}
+		if adopted != nil {
+			m := st.Meta.Clone()
+			m.Schema = adopted
+			if adopted.HasMetadata() {
+				m.ReaderFeatures = addFeature(m.ReaderFeatures, FeatureSchemaMetadata)
+				m.WriterFeatures = addFeature(m.WriterFeatures, FeatureSchemaMetadata)
+			}
+			actions = append(actions, UpdateTableMeta{Meta: *m})
+		}
+		pointer, err := a.writeTableCoverage(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		actions = append(actions, AddSegment{Segment: seg}, UpdateTableCoverage{Coverage: pointer})
+		if h := testHookBeforeCommit; h != nil && retry == 0 {
+			h()
+		}
+		v, err := t.commitAt(ctx, st, actions)
+		if err == nil {
+			a.committed = true
+			return &AppendResult{Version: v, Segment: seg, Retries: retry}, nil
+		}
+		if errors.Is(err, ErrAmbiguousOutcome) {
+			a.committed = true // keep every file: the commit may exist
+			return nil, fmt.Errorf("%w (segment %s was kept; reopen the table to see whether it was committed)", err, seg.Path)
+		}
+		if !errors.Is(err, ErrConflict) || retry >= opts.MaxRetries {
+			return nil, err
+		}
+		// Another writer won this version: rebase on its commit.
+		a.dropTableCoverage()
+		if st, err = t.Refresh(ctx); err != nil {
+			return nil, err
+		}
+		if err := st.Meta.CheckWrite(); err != nil {
+			return nil, err
+		}
+		if st.Schema() != nil {
+			if adopted != nil && !st.Schema().Equal(adopted) {
+				return nil, fmt.Errorf("%w: another writer adopted a different schema first; the input schema does not match the table's", ErrConflict)
+			}
+			if !st.Schema().Equal(canonicalSchema) && !schemaExtends(st.Schema(), canonicalSchema) {
+				return nil, fmt.Errorf("%w: the table schema changed while appending", ErrConflict)
+			}
+			if adopted != nil {
+				adopted = nil // the other writer's commit carries the same schema
+			}
+		}
+	}
+}
+
+func addFeature(list []string, f string) []string {
+	if slices.Contains(list, f) {
+		return list
+	}
+	out := append(slices.Clone(list), f)
+	slices.Sort(out)
+	return out
+}
+
+// schemaExtends reports whether now is base plus nullable columns added at
+// the end (our segment then reads null for them, which is allowed).
+func schemaExtends(now, base *Schema) bool {
+	return len(now.Columns) >= len(base.Columns) && slices.EqualFunc(base.Columns, now.Columns[:len(base.Columns)], Field.Equal)
+}
+
+// commitAt commits actions on top of st, which must be the handle's state.
+func (t *Table) commitAt(ctx context.Context, st *State, actions []Action) (uint64, error) {
+	return t.Commit(ctx, st.Version, actions)
+}
+
+
+// testHookBeforeCommit, when set by a test, runs once per append just
+// before its first commit attempt (to stage a concurrent writer).
+var testHookBeforeCommit func()

@@ -1,0 +1,306 @@
+package tableformat
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
+)
+
+// indexReader reads the index column of canonical batches as raw values.
+type indexReader struct {
+	typ IndexType
+	// unitsPerSecond of a timestamp column.
+	unitsPerSecond int64
+	col            int
+}
+
+func newIndexReader(st *State, schema *Schema) indexReader {
+	ix := st.Index()
+	r := indexReader{typ: ix.Kind.Type}
+	for i := range schema.Columns {
+		if schema.Columns[i].Name == ix.Column {
+			r.col = i
+			if ix.Kind.Type == IndexTimestamp {
+				r.unitsPerSecond = map[TimeUnit]int64{Millis: 1e3, Micros: 1e6, Nanos: 1e9}[schema.Columns[i].Type.Unit]
+			}
+		}
+	}
+	return r
+}
+
+// value turns a raw index value into an IndexValue.
+func (r indexReader) value(signed int64, unsigned uint64) IndexValue {
+	switch r.typ {
+	case IndexTimestamp:
+		sec, frac := floorDiv(signed, r.unitsPerSecond)
+		return TimeValue(time.Unix(sec, frac*(1e9/r.unitsPerSecond)))
+	case IndexInt64:
+		return Int64Value(signed)
+	default:
+		return Uint64Value(unsigned)
+	}
+}
+
+func floorDiv(a, b int64) (q, r int64) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q--
+		r += b
+	}
+	return q, r
+}
+
+// entityReader reads one identity per row from the entity columns.
+type entityReader struct {
+	cols  []int
+	types []EntityType
+	names []string
+}
+
+func newEntityReader(st *State, schema *Schema) entityReader {
+	var r entityReader
+	for _, name := range st.Index().EntityColumns {
+		for i := range schema.Columns {
+			if schema.Columns[i].Name == name {
+				r.cols = append(r.cols, i)
+				r.names = append(r.names, name)
+				r.types = append(r.types, map[TypeKind]EntityType{TypeUtf8: EntityUtf8, TypeInt32: EntityInt32, TypeInt64: EntityInt64, TypeUInt64: EntityUInt64}[schema.Columns[i].Type.Kind])
+			}
+		}
+	}
+	return r
+}
+
+// streamStats accumulates what the commit needs while batches stream by.
+type streamStats struct {
+	rows       uint64
+	minS, maxS int64
+	minU, maxU uint64
+	cov        *segmentCoverage
+	// firstDup records the first duplicate (identity, interval) inside the
+	// stream; dups counts them.
+	dups     uint64
+	firstDup string
+}
+
+func (s *streamStats) observe(ctx context.Context, ir indexReader, er entityReader, rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
+	idx := rec.Column(ir.col)
+	if idx.NullN() > 0 {
+		for i := 0; i < n; i++ {
+			if idx.IsNull(i) {
+				return invalidf("index column %q is null at row %d of the batch; every row needs an index value", rec.Schema().Field(ir.col).Name, i)
+			}
+		}
+	}
+	for k, c := range er.cols {
+		if col := rec.Column(c); col.NullN() > 0 {
+			for i := 0; i < n; i++ {
+				if col.IsNull(i) {
+					return invalidf("entity column %q is null at row %d of the batch; entity values are required", er.names[k], i)
+				}
+			}
+		}
+	}
+	ids := s.cov.ids(idx, ir)
+	switch ir.typ {
+	case IndexUInt64:
+		vals := idx.(*array.Uint64).Uint64Values()
+		for _, v := range vals {
+			if s.rows == 0 || v < s.minU {
+				s.minU = v
+			}
+			if s.rows == 0 || v > s.maxU {
+				s.maxU = v
+			}
+			s.rows++
+		}
+	default:
+		var vals []int64
+		if ir.typ == IndexTimestamp {
+			ts := idx.(*array.Timestamp).TimestampValues()
+			vals = make([]int64, len(ts))
+			for i, v := range ts {
+				vals[i] = int64(v)
+			}
+		} else {
+			vals = idx.(*array.Int64).Int64Values()
+		}
+		for _, v := range vals {
+			if s.rows == 0 || v < s.minS {
+				s.minS = v
+			}
+			if s.rows == 0 || v > s.maxS {
+				s.maxS = v
+			}
+			s.rows++
+		}
+	}
+	dups, example := s.cov.add(er, rec, ids)
+	if dups > 0 {
+		if s.dups == 0 {
+			s.firstDup = example
+		}
+		s.dups += dups
+	}
+	return ctx.Err()
+}
+
+func (s *streamStats) bounds(ir indexReader) (IndexValue, IndexValue) {
+	if ir.typ == IndexUInt64 {
+		return ir.value(0, s.minU), ir.value(0, s.maxU)
+	}
+	return ir.value(s.minS, 0), ir.value(s.maxS, 0)
+}
+
+// appendAttempt owns the files one append creates until it commits.
+type appendAttempt struct {
+	t       *Table
+	opts    *AppendOptions
+	mem     memory.Allocator
+	attempt uuid.UUID
+
+	segPath, segCovPath, tblCovPath string
+	segCov                          *segmentCoverage
+	committed                       bool
+}
+
+// writeSegment consumes the stream into a new Parquet segment and writes
+// its coverage sidecar.
+func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.RecordReader, norm *normalizer) (SegmentMeta, error) {
+	schema := st.Schema()
+	if schema == nil {
+		s, err := LogicalFromArrow(rdr.Schema())
+		if err != nil {
+			return SegmentMeta{}, err
+		}
+		schema = s
+	}
+	ir, er := newIndexReader(st, schema), newEntityReader(st, schema)
+	stats := &streamStats{cov: newSegmentCoverage(st.Index(), len(er.cols) > 0)}
+	a.segPath = path.Join(appendDir, uuid.NewString()+".parquet")
+	w, err := newSegmentWriter(a.t.fs, a.segPath, norm.canonical, a.opts, a.allocator())
+	if err != nil {
+		return SegmentMeta{}, err
+	}
+	defer func() {
+		if !w.closed {
+			w.abort()
+		}
+	}()
+	in := rdr.Schema()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		if !rec.Schema().Equal(in) {
+			return SegmentMeta{}, invalidf("a batch's schema differs from the stream's schema: %s", rec.Schema())
+		}
+		canon := norm.apply(a.allocator(), rec)
+		err := stats.observe(ctx, ir, er, canon)
+		if err == nil && stats.dups == 0 {
+			err = w.write(canon)
+		}
+		canon.Release()
+		if err != nil {
+			return SegmentMeta{}, err
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return SegmentMeta{}, fmt.Errorf("%w: reading the input stream: %w", ErrInvalidInput, err)
+	}
+	if stats.rows == 0 {
+		return SegmentMeta{}, invalidf("the input stream has no rows")
+	}
+	if stats.dups > 0 {
+		return SegmentMeta{}, &OverlapError{Within: true, Count: stats.dups, Example: stats.firstDup}
+	}
+	size, err := w.finish()
+	if err != nil {
+		return SegmentMeta{}, err
+	}
+	if err := a.t.fs.SyncDir(appendDir); err != nil {
+		return SegmentMeta{}, storageErr("sync "+appendDir, err)
+	}
+	lo, hi := stats.bounds(ir)
+	seg := SegmentMeta{
+		Path:     a.segPath,
+		Format:   FormatParquet,
+		Layout:   stats.cov.layout(),
+		IndexMin: lo,
+		IndexMax: hi,
+		RowCount: stats.rows,
+		FileSize: &size,
+	}
+	a.segCov = stats.cov
+	name, data := stats.cov.encodeSegment(a.attempt)
+	if seg.CoveragePath, err = a.writeSidecar(segmentCoverageDir, "", name, data); err != nil {
+		return SegmentMeta{}, err
+	}
+	a.segCovPath = seg.CoveragePath
+	return seg, nil
+}
+
+func (a *appendAttempt) allocator() memory.Allocator { return a.mem }
+
+// writeSidecar writes a coverage file exclusively and durably; prefix is
+// "<version>-" for table snapshots.
+func (a *appendAttempt) writeSidecar(dir, prefix string, name string, data []byte) (string, error) {
+	p := path.Join(dir, prefix+name+".roar")
+	if err := a.t.log.writeDurable(p, data); err != nil {
+		return "", err
+	}
+	if err := a.t.fs.SyncDir(dir); err != nil {
+		return "", storageErr("sync "+dir, err)
+	}
+	return p, nil
+}
+
+// writeTableCoverage loads the table coverage of st, refuses an overlap
+// with the new segment, and writes the union as the snapshot of the next
+// version.
+func (a *appendAttempt) writeTableCoverage(ctx context.Context, st *State) (CoveragePointer, error) {
+	table, err := a.t.loadCoverage(ctx, st)
+	if err != nil {
+		return CoveragePointer{}, err
+	}
+	if n, example := table.overlap(a.segCov); n > 0 {
+		return CoveragePointer{}, &OverlapError{Count: n, Example: example, Version: st.Version}
+	}
+	union := table.union(a.segCov)
+	name, data := union.encodeTable(a.attempt)
+	p, err := a.writeSidecar(tableCoverageDir, fmt.Sprintf("%d-", st.Version+1), name, data)
+	if err != nil {
+		return CoveragePointer{}, err
+	}
+	a.tblCovPath = p
+	a.t.rememberCoverage(p, union)
+	return CoveragePointer{IndexKind: st.Index().Kind, Path: p}, nil
+}
+
+func (a *appendAttempt) dropTableCoverage() {
+	if a.tblCovPath != "" {
+		a.t.log.removeQuietly(a.tblCovPath)
+		a.tblCovPath = ""
+	}
+}
+
+// cleanup removes every file of an attempt that did not commit.
+func (a *appendAttempt) cleanup() {
+	if a.committed {
+		return
+	}
+	for _, p := range []string{a.segPath, a.segCovPath, a.tblCovPath} {
+		if p != "" {
+			a.t.log.removeQuietly(p)
+		}
+	}
+}
+

@@ -1,0 +1,412 @@
+package tableformat
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// ScanOptions describe a range scan. The zero value scans every row and
+// column of the table.
+type ScanOptions struct {
+	// Start and End bound the index half-open, [Start, End); nil leaves
+	// that side unbounded. Both must be of the table's index type, and
+	// Start < End when both are set. A timestamp bound is converted to
+	// the index column's unit by flooring, as the reference does; a row
+	// whose index is null never matches a bound (with both bounds nil no
+	// range filter applies and such rows are returned).
+	Start, End *IndexValue
+	// Columns are the output columns, in this order; nil means every
+	// column of the logical schema, and an empty non-nil slice none (the
+	// batches then only carry row counts).
+	Columns []string
+	// Entities keeps the rows whose entity columns equal these values (a
+	// partial identity is allowed). Each key must be an entity column and
+	// each value of the column's type: Utf8 takes EntityUtf8, Int32
+	// EntityInt32, Int64 EntityInt64 and UInt64 EntityUInt64. A null
+	// entity value never matches.
+	Entities map[string]EntityValue
+	// BatchRows is the target number of rows per output batch; 0 means
+	// 65536.
+	BatchRows int
+	// Parallelism is the number of segments decoded at once; 0 means
+	// min(4, GOMAXPROCS).
+	Parallelism int
+	// Alloc allocates every Arrow buffer the scan returns. nil means a
+	// package-wide pool of recycled Go memory (zeroed like the Go
+	// allocator's), which keeps a long scan's heap, and so its RSS, near
+	// the data in flight: with memory.DefaultAllocator every decoded batch
+	// becomes garbage, and the heap grows to about twice the live data
+	// between collections. Batches from the pool must not be used after
+	// their release (with the Go allocator that mistake goes unnoticed).
+	Alloc memory.Allocator
+}
+
+// Scan streams the rows of st that match opts (st nil means the handle's
+// current snapshot). The reader's schema is the canonical Arrow schema of
+// the logical schema ([ArrowSchema]) projected to opts.Columns; a table
+// without a schema yet (no appends) yields an empty stream with a schema
+// of zero fields.
+//
+// Segments are chosen by [State.PlanScan]. Each is read with only the
+// columns needed (the output columns plus those the filters use), and only
+// the row groups whose Parquet statistics of the index column and of the
+// filtered entity columns can match. When the range may cut into those row
+// groups, the index column is decoded first to find the span of rows in
+// range, and the other columns are decoded only from there. Rows are then
+// filtered exactly.
+// Segments written before columns were added (schema_add_columns) return
+// nulls for them. Up to opts.Parallelism segments are decoded at once; the
+// memory in flight is about two batches per segment being decoded (the
+// batch being decoded or handed over, and a partial output batch) plus the
+// reader's current batch and the Parquet page buffers, whatever the table
+// size.
+//
+// Batches hold about opts.BatchRows rows: selected rows are gathered into
+// batches of exactly BatchRows rows, except that a decoded batch whose rows
+// all match and that holds at least BatchRows/4 rows is passed on without
+// copying, and that the last batches may be shorter. Neither batches nor
+// rows come in any particular order.
+//
+// Option errors are returned at once (ErrInvalidInput). Errors met while
+// reading (a missing or undecodable segment file is a *CorruptionError
+// naming the file; an I/O failure wraps ErrStorage) stop the scan and are
+// reported by the reader's Err. Cancelling ctx or releasing the reader
+// stops all work promptly; Release waits for the scan's goroutines to
+// exit and frees every batch not yet consumed.
+func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.RecordReader, error) {
+	if st == nil {
+		st = t.State()
+	}
+	if st == nil {
+		return nil, invalidf("scan: the table has no state")
+	}
+	p, err := st.planScan(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	run := &scanRun{
+		ctx:    runCtx,
+		cancel: cancel,
+		fs:     t.fs,
+		plan:   p,
+		stats:  new(scanStats),
+		done:   make(chan struct{}),
+	}
+	rd := &scanReader{run: run, parent: ctx}
+	rd.refs.Store(1)
+	if len(p.segments) == 0 || (p.rng != nil && p.rng.empty) {
+		run.out = make(chan arrow.RecordBatch)
+		close(run.out)
+		close(run.done)
+		return rd, nil
+	}
+	ix := st.Meta.Index
+	run.indexName, run.indexType = ix.Column, ix.Kind.Type
+	if col, ok := st.Meta.Schema.Column(ix.Column); ok {
+		run.indexUnit = col.Type.Unit
+	}
+	workers := min(p.parallelism, len(p.segments))
+	// The channel is unbuffered: a worker that finished a batch waits for
+	// the reader to take it before it decodes the next one, so at most
+	// one decoded batch per worker (plus its partial output batch, and the
+	// reader's current batch) is alive at a time.
+	run.out = make(chan arrow.RecordBatch)
+	run.wg.Add(workers)
+	for range workers {
+		go run.worker()
+	}
+	go run.closer()
+	return rd, nil
+}
+
+// scanStats counts what a scan did (for tests and diagnostics).
+type scanStats struct {
+	segments      atomic.Int64 // segment files opened
+	rowGroups     atomic.Int64 // row groups in those files
+	rowGroupsRead atomic.Int64 // row groups left after pruning
+	rowsDecoded   atomic.Int64 // rows decoded from Parquet (all read columns)
+	rowsLocated   atomic.Int64 // index values decoded to locate a range
+	passThrough   atomic.Int64 // decoded batches handed on without copying
+	batchesOut    atomic.Int64 // batches sent to the reader
+	rowsOut       atomic.Int64 // rows sent to the reader
+}
+
+// scanRun is the shared state of one scan's goroutines.
+type scanRun struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	fs     storage.FS
+	plan   *scanPlan
+	stats  *scanStats
+
+	indexName string
+	indexType IndexType
+	indexUnit TimeUnit
+
+	out  chan arrow.RecordBatch
+	next atomic.Int64 // next segment to claim
+	wg   sync.WaitGroup
+	done chan struct{} // closed once out is closed and every worker exited
+
+	mu  sync.Mutex
+	err error // first failure
+}
+
+// fail records the first failure and stops the scan.
+func (r *scanRun) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+func (r *scanRun) firstErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// emit sends a finished batch to the reader, or releases it when the scan
+// was stopped.
+func (r *scanRun) emit(rec arrow.RecordBatch) error {
+	select {
+	case <-r.ctx.Done():
+		rec.Release()
+		return r.ctx.Err()
+	default:
+	}
+	rows := rec.NumRows()
+	select {
+	case r.out <- rec:
+		r.stats.batchesOut.Add(1)
+		r.stats.rowsOut.Add(rows)
+		return nil
+	case <-r.ctx.Done():
+		rec.Release()
+		return r.ctx.Err()
+	}
+}
+
+// worker claims segments one at a time and reads them, gathering partial
+// batches across its segments.
+func (r *scanRun) worker() {
+	defer r.wg.Done()
+	acc := newScanCoalescer(r.plan.output, r.plan.batchRows, r.plan.alloc)
+	defer acc.release()
+	err := func() (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("tableformat: scan failed: panic: %v", v)
+			}
+		}()
+		for {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+			i := int(r.next.Add(1)) - 1
+			if i >= len(r.plan.segments) {
+				break
+			}
+			if err := r.readSegment(&r.plan.segments[i], acc); err != nil {
+				return err
+			}
+		}
+		if acc.rows > 0 {
+			return r.emit(acc.flush())
+		}
+		return nil
+	}()
+	if err != nil {
+		r.fail(err)
+	}
+}
+
+// closer closes the output once every worker has exited. If the scan was
+// stopped, it first frees the batches nobody will read.
+func (r *scanRun) closer() {
+	r.wg.Wait()
+	if r.ctx.Err() != nil {
+	drain:
+		for {
+			select {
+			case rec := <-r.out:
+				rec.Release()
+			default:
+				break drain
+			}
+		}
+	}
+	close(r.out)
+	close(r.done)
+}
+
+// scanReader is the array.RecordReader a scan returns.
+type scanReader struct {
+	refs   atomic.Int64
+	run    *scanRun
+	parent context.Context
+	cur    arrow.RecordBatch
+
+	finished bool
+	endOnce  sync.Once
+	err      error // set when the reader stopped on cancellation
+}
+
+func (rd *scanReader) Retain() { rd.refs.Add(1) }
+
+// Release drops a reference; the last one stops the scan, waits for its
+// goroutines and frees every unread batch.
+func (rd *scanReader) Release() {
+	if rd.refs.Add(-1) != 0 {
+		return
+	}
+	if rd.cur != nil {
+		rd.cur.Release()
+		rd.cur = nil
+	}
+	rd.end()
+}
+
+func (rd *scanReader) Schema() *arrow.Schema { return rd.run.plan.output }
+
+// Next waits for the next batch. It returns false at the end of the scan,
+// after a failure (see Err) and once ctx is cancelled.
+func (rd *scanReader) Next() bool {
+	if rd.cur != nil {
+		rd.cur.Release()
+		rd.cur = nil
+	}
+	if rd.finished {
+		return false
+	}
+	select {
+	case rec, ok := <-rd.run.out:
+		if !ok {
+			rd.stop(false)
+			return false
+		}
+		if rd.run.ctx.Err() != nil {
+			rec.Release()
+			rd.stop(true)
+			return false
+		}
+		rd.cur = rec
+		return true
+	case <-rd.run.ctx.Done():
+		rd.stop(true)
+		return false
+	}
+}
+
+// stop ends iteration; stopped says the scan was cut short, in which case
+// a cancelled ctx is the reason when no worker failed.
+func (rd *scanReader) stop(stopped bool) {
+	rd.finished = true
+	if stopped && rd.run.firstErr() == nil && rd.parent.Err() != nil {
+		rd.err = rd.parent.Err()
+	}
+	rd.end()
+}
+
+// end stops the workers, frees unread batches and waits for the scan's
+// goroutines to exit.
+func (rd *scanReader) end() {
+	rd.endOnce.Do(func() {
+		rd.run.cancel()
+		for rec := range rd.run.out {
+			rec.Release()
+		}
+		<-rd.run.done
+	})
+}
+
+func (rd *scanReader) RecordBatch() arrow.RecordBatch { return rd.cur }
+
+// Record returns the current batch.
+//
+// Deprecated: use RecordBatch.
+func (rd *scanReader) Record() arrow.RecordBatch { return rd.cur }
+
+// Err returns the error that ended the scan, if any.
+func (rd *scanReader) Err() error {
+	if err := rd.run.firstErr(); err != nil {
+		return err
+	}
+	return rd.err
+}
+
+var _ array.RecordReader = (*scanReader)(nil)
+
+// scanPool is the allocator of scans that name none: Go memory recycled
+// through size-classed pools, so that the buffers of consumed batches are
+// reused by the next ones instead of becoming garbage. A scan allocates
+// and frees a few batches' worth of memory per batch it returns; with the
+// plain Go allocator that churn makes the heap (and the RSS) grow to about
+// twice the data in flight between collections.
+var scanPool = &poolAllocator{}
+
+const (
+	poolMinClass = 12 // 4 KiB: smaller buffers come from the Go heap
+	poolMaxClass = 27 // 128 MiB
+)
+
+// poolAllocator is a memory.Allocator whose buffers of 4 KiB to 128 MiB
+// come from, and return to, one sync.Pool per power-of-two size. Memory it
+// hands out is zeroed, as the Go allocator's is; pooled memory is dropped
+// by the garbage collector when unused.
+type poolAllocator struct {
+	classes [poolMaxClass + 1]sync.Pool
+}
+
+func poolClass(size int) int { return bits.Len(uint(size - 1)) }
+
+func (a *poolAllocator) Allocate(size int) []byte {
+	if size < 1<<poolMinClass || size > 1<<poolMaxClass {
+		return make([]byte, size)
+	}
+	c := poolClass(size)
+	if v := a.classes[c].Get(); v != nil {
+		b := (*v.(*[]byte))[:size]
+		clear(b)
+		return b
+	}
+	return make([]byte, size, 1<<c)
+}
+
+func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		old := len(b)
+		b = b[:size]
+		if size > old {
+			clear(b[old:])
+		}
+		return b
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+func (a *poolAllocator) Free(b []byte) {
+	c := cap(b)
+	if c < 1<<poolMinClass || c > 1<<poolMaxClass || c&(c-1) != 0 {
+		return
+	}
+	b = b[:c]
+	a.classes[poolClass(c)].Put(&b)
+}
