@@ -184,7 +184,6 @@ func (t *Table) commitAt(ctx context.Context, st *State, actions []Action) (uint
 	return t.Commit(ctx, st.Version, actions)
 }
 
-
 // testHookBeforeCommit, when set by a test, runs once per append just
 // before its first commit attempt (to stage a concurrent writer).
 var testHookBeforeCommit func()

@@ -303,4 +303,3 @@ func (a *appendAttempt) cleanup() {
 		}
 	}
 }
-

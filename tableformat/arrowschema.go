@@ -247,4 +247,3 @@ func logicalType(t arrow.DataType, path string) (DataType, error) {
 
 // arrowFieldsEqual compares two Arrow fields including nested metadata.
 func arrowTypesEqual(a, b arrow.DataType) bool { return arrow.TypeEqual(a, b, arrow.CheckMetadata()) }
-
