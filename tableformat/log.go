@@ -145,6 +145,28 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 	return st, rolled, nil
 }
 
+// replayTo rebuilds the state at version v from commit 1; every commit up
+// to v must exist and be valid.
+func (l *logStore) replayTo(ctx context.Context, v uint64) (*State, error) {
+	var st *State
+	for n := uint64(1); n <= v; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := l.readCommit(n)
+		if storage.IsNotExist(err) {
+			return nil, corruptf(CommitPath(n), n, nil, "commit %d is missing", n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st, err = st.apply(c, CommitPath(n)); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
 // publishCurrent points CURRENT at v: a uniquely named temporary file,
 // fsync, rename over CURRENT, directory fsync. It never moves CURRENT
 // backwards as far as it can see.

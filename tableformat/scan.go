@@ -62,6 +62,7 @@ type ScanOptions struct {
 // groups, the index column is decoded first to find the span of rows in
 // range, and the other columns are decoded only from there. Rows are then
 // filtered exactly.
+//
 // Segments written before columns were added (schema_add_columns) return
 // nulls for them. Up to opts.Parallelism segments are decoded at once; the
 // memory in flight is about two batches per segment being decoded (the

@@ -20,41 +20,41 @@ import (
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
-// cpuFields are the payload columns of the TSBS cpu use case.
-var cpuFields = []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
+// scanCPUFields are the payload columns of the TSBS cpu use case.
+var scanCPUFields = []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
 	"usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
 
-const cpuHosts = 100
+const scanCPUHosts = 100
 
-var cpuStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+var scanCPUStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func cpuIndex() IndexSpec {
+func scanCPUIndex() IndexSpec {
 	return IndexSpec{Column: "time", EntityColumns: []string{"hostname"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
 }
 
-func cpuSchema() *Schema {
+func scanCPUSchema() *Schema {
 	utc := "UTC"
 	s := &Schema{Columns: []Field{
 		{Name: "time", Type: DataType{Kind: TypeTimestamp, Unit: Nanos, Timezone: &utc}},
 		{Name: "hostname", Type: DataType{Kind: TypeUtf8}},
 	}}
-	for _, f := range cpuFields {
+	for _, f := range scanCPUFields {
 		s.Columns = append(s.Columns, Field{Name: f, Type: DataType{Kind: TypeInt64}, Nullable: true})
 	}
 	return s
 }
 
-// buildCPUTable writes a TSBS-cpu-like table of rows rows (cpuHosts hosts
+// scanBuildCPUTable writes a TSBS-cpu-like table of rows rows (scanCPUHosts hosts
 // every 10 s, in time order) in segments Mixed segments of 1 Mi-row row
 // groups, as the append path writes them.
-func buildCPUTable(tb testing.TB, dir string, rows, segments int) *Table {
+func scanBuildCPUTable(tb testing.TB, dir string, rows, segments int) *Table {
 	ctx := context.Background()
-	t, err := Create(ctx, storage.Local(dir), CreateOptions{Index: cpuIndex()}, nil)
+	t, err := Create(ctx, storage.Local(dir), CreateOptions{Index: scanCPUIndex()}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	m := t.State().Meta.Clone()
-	m.Schema = cpuSchema()
+	m.Schema = scanCPUSchema()
 	if _, err := t.Commit(ctx, t.State().Version, []Action{UpdateTableMeta{Meta: *m}}); err != nil {
 		tb.Fatal(err)
 	}
@@ -75,10 +75,10 @@ func buildCPUTable(tb testing.TB, dir string, rows, segments int) *Table {
 			hb := b.Field(1).(*array.StringBuilder)
 			for i := range n {
 				r := row + i
-				tsb.Append(arrow.Timestamp(cpuStart.Add(time.Duration(r/cpuHosts) * 10 * time.Second).UnixNano()))
-				hb.Append("host_" + strconv.Itoa(r%cpuHosts))
+				tsb.Append(arrow.Timestamp(scanCPUStart.Add(time.Duration(r/scanCPUHosts) * 10 * time.Second).UnixNano()))
+				hb.Append("host_" + strconv.Itoa(r%scanCPUHosts))
 			}
-			for k := range cpuFields {
+			for k := range scanCPUFields {
 				fb := b.Field(2 + k).(*array.Int64Builder)
 				for range n {
 					fb.Append(rng.Int64N(100))
@@ -97,8 +97,8 @@ func buildCPUTable(tb testing.TB, dir string, rows, segments int) *Table {
 	return t
 }
 
-// countScan runs a scan to the end and returns its row count.
-func countScan(tb testing.TB, t *Table, opts ScanOptions) int64 {
+// scanCount runs a scan to the end and returns its row count.
+func scanCount(tb testing.TB, t *Table, opts ScanOptions) int64 {
 	rr, err := t.Scan(context.Background(), nil, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -118,9 +118,9 @@ func countScan(tb testing.TB, t *Table, opts ScanOptions) int64 {
 // reports rows/s (rows returned per second of wall time).
 func BenchmarkScan(b *testing.B) {
 	const rows = 2_000_000
-	t := buildCPUTable(b, b.TempDir(), rows, 4)
-	steps := rows / cpuHosts
-	at := func(step int) *IndexValue { return scTv(cpuStart.Add(time.Duration(step) * 10 * time.Second)) }
+	t := scanBuildCPUTable(b, b.TempDir(), rows, 4)
+	steps := rows / scanCPUHosts
+	at := func(step int) *IndexValue { return scTv(scanCPUStart.Add(time.Duration(step) * 10 * time.Second)) }
 	for _, c := range []struct {
 		name string
 		opts ScanOptions
@@ -129,7 +129,7 @@ func BenchmarkScan(b *testing.B) {
 		{"full", ScanOptions{}, rows},
 		{"full-3cols", ScanOptions{Columns: []string{"time", "hostname", "usage_user"}}, rows},
 		// 1 % of the time range, inside one segment.
-		{"narrow", ScanOptions{Start: at(steps / 3), End: at(steps/3 + steps/100)}, int64(steps/100) * cpuHosts},
+		{"narrow", ScanOptions{Start: at(steps / 3), End: at(steps/3 + steps/100)}, int64(steps/100) * scanCPUHosts},
 		// One host over the whole range (a scattered selection).
 		{"one-host", ScanOptions{Entities: map[string]EntityValue{"hostname": scStr("host_7")}}, int64(steps)},
 		{"full-p1", ScanOptions{Parallelism: 1}, rows},
@@ -138,7 +138,7 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportAllocs()
 			var n int64
 			for b.Loop() {
-				got := countScan(b, t, c.opts)
+				got := scanCount(b, t, c.opts)
 				if got != c.want {
 					b.Fatalf("scanned %d rows, want %d", got, c.want)
 				}
@@ -152,8 +152,11 @@ func BenchmarkScan(b *testing.B) {
 // TestScanPeakRSS builds a large TSBS-cpu-like table and scans it in a
 // child process, checking its peak RSS (VmHWM). It is slow, so it runs
 // only with TSFLIGHT_SCAN_RSS_ROWS set (e.g. 20000000); the limit is
-// TSFLIGHT_SCAN_RSS_MB (default 256) and TSFLIGHT_SCAN_RSS_PARALLELISM sets
-// the scan's parallelism.
+// TSFLIGHT_SCAN_RSS_MB (default 256); TSFLIGHT_SCAN_RSS_PARALLELISM sets the
+// scan's parallelism, TSFLIGHT_SCAN_RSS_GOALLOC=1 makes it use
+// memory.DefaultAllocator instead of the pool, TSFLIGHT_SCAN_RSS_DIR keeps
+// the table between runs and TSFLIGHT_SCAN_RSS_HEAPPROF writes a heap
+// profile taken during the scan.
 func TestScanPeakRSS(t *testing.T) {
 	if dir := os.Getenv("TSFLIGHT_SCAN_RSS_CHILD"); dir != "" {
 		scanRSSChild(t, dir)
@@ -180,7 +183,7 @@ func TestScanPeakRSS(t *testing.T) {
 		dir = t.TempDir()
 	}
 	if _, err := os.Stat(dir + "/_timeseries_log/CURRENT"); err != nil {
-		buildCPUTable(t, dir, rows, segs)
+		scanBuildCPUTable(t, dir, rows, segs)
 	}
 	runtime.GC()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestScanPeakRSS$", "-test.v")
@@ -214,7 +217,10 @@ func scanRSSChild(t *testing.T, dir string) {
 	if v := os.Getenv("TSFLIGHT_SCAN_RSS_PARALLELISM"); v != "" {
 		opts.Parallelism, _ = strconv.Atoi(v)
 	}
-	base := procStatusKB("VmHWM")
+	if os.Getenv("TSFLIGHT_SCAN_RSS_GOALLOC") != "" {
+		opts.Alloc = memory.DefaultAllocator // compare with the pool
+	}
+	base := scanProcStatusKB("VmHWM")
 	if prof := os.Getenv("TSFLIGHT_SCAN_RSS_HEAPPROF"); prof != "" {
 		go func() {
 			time.Sleep(400 * time.Millisecond)
@@ -225,14 +231,14 @@ func scanRSSChild(t *testing.T, dir string) {
 		}()
 	}
 	start := time.Now()
-	n := countScan(t, tb, opts)
+	n := scanCount(t, tb, opts)
 	el := time.Since(start)
-	fmt.Printf("SCAN-RSS %d\n", procStatusKB("VmHWM"))
+	fmt.Printf("SCAN-RSS %d\n", scanProcStatusKB("VmHWM"))
 	fmt.Printf("scanned %d rows in %v (%.0f rows/s); peak RSS before the scan %d MiB\n", n, el, float64(n)/el.Seconds(), base>>10)
 }
 
-// procStatusKB reads a kB field of /proc/self/status (0 if unavailable).
-func procStatusKB(field string) int {
+// scanProcStatusKB reads a kB field of /proc/self/status (0 if unavailable).
+func scanProcStatusKB(field string) int {
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0

@@ -52,6 +52,8 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 		parquet.WithMaxRowGroupLength(opts.MaxRowsPerRowGroup),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithStats(true),
+		// Offset and column indexes let scans seek inside a row group.
+		parquet.WithPageIndexEnabled(true),
 		parquet.WithCreatedBy("tsflight"),
 	)
 	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))

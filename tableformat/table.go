@@ -23,6 +23,9 @@ type Table struct {
 	state *State     // replaced, never mutated
 
 	covCache coverageCache
+
+	pastMu sync.Mutex
+	past   map[uint64]*State // snapshots of older versions, for pinned reads
 }
 
 // CreateOptions describes a new table.
@@ -190,4 +193,35 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 	}
 	t.state = next
 	return v, nil
+}
+
+// StateAt returns the snapshot at version v, which must not be newer than
+// the handle's (refresh first to read newer versions). Older snapshots are
+// rebuilt by replaying the log from the start and kept in a small cache;
+// scans planned on one version stay on it while the table moves on.
+func (t *Table) StateAt(ctx context.Context, v uint64) (*State, error) {
+	cur := t.State()
+	if cur != nil && cur.Version == v {
+		return cur, nil
+	}
+	if cur == nil || v == 0 || v > cur.Version {
+		return nil, fmt.Errorf("%w: version %d does not exist (the table is at version %d)", ErrNotFound, v, cur.versionOrZero())
+	}
+	t.pastMu.Lock()
+	st, ok := t.past[v]
+	t.pastMu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := t.log.replayTo(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	t.pastMu.Lock()
+	defer t.pastMu.Unlock()
+	if t.past == nil || len(t.past) >= 8 {
+		t.past = map[uint64]*State{}
+	}
+	t.past[v] = st
+	return st, nil
 }

@@ -137,3 +137,29 @@ func TestParseTimeGranularity(t *testing.T) {
 }
 
 func tsTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+func TestStateAt(t *testing.T) {
+	ctx := context.Background()
+	mem := storage.NewMem()
+	tb := mustCreate(t, mem)
+	if _, err := tb.Commit(ctx, 1, adoptSchema(tb.State())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Commit(ctx, 2, marker("m")); err != nil {
+		t.Fatal(err)
+	}
+	for v := uint64(1); v <= 3; v++ {
+		st, err := tb.StateAt(ctx, v)
+		if err != nil || st.Version != v {
+			t.Fatalf("StateAt(%d): %v", v, err)
+		}
+		if (st.Schema() == nil) != (v == 1) {
+			t.Fatalf("StateAt(%d) schema %v", v, st.Schema())
+		}
+	}
+	for _, v := range []uint64{0, 4} {
+		if _, err := tb.StateAt(ctx, v); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("StateAt(%d): %v, want ErrNotFound", v, err)
+		}
+	}
+}
