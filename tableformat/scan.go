@@ -39,6 +39,10 @@ type ScanOptions struct {
 	// Parallelism is the number of segments decoded at once; 0 means
 	// min(4, GOMAXPROCS).
 	Parallelism int
+	// Segments, when not nil, restricts the scan to these live segment
+	// paths (for example one endpoint's share of a planned scan); a path
+	// that the plan does not select is ErrInvalidInput.
+	Segments []string
 	// Alloc allocates every Arrow buffer the scan returns. nil means a
 	// package-wide pool of recycled Go memory (zeroed like the Go
 	// allocator's), which keeps a long scan's heap, and so its RSS, near

@@ -225,6 +225,26 @@ func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
 		return strings.Compare(a.Path, b.Path)
 	})
 
+	if opts.Segments != nil {
+		planned := make(map[string]SegmentMeta, len(p.segments))
+		for _, seg := range p.segments {
+			planned[seg.Path] = seg
+		}
+		var only []SegmentMeta
+		seen := map[string]bool{}
+		for _, path := range opts.Segments {
+			seg, ok := planned[path]
+			if !ok {
+				return nil, invalidf("scan: segment %q is not one this scan selects at version %d", path, s.Version)
+			}
+			if !seen[path] {
+				seen[path] = true
+				only = append(only, seg)
+			}
+		}
+		p.segments = only
+	}
+
 	if sch == nil {
 		// No schema, no segments: the scan is empty and has no columns.
 		p.segments = nil

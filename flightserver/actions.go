@@ -1,0 +1,142 @@
+package flightserver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// Action names. NB: clients code against these.
+const (
+	ActionCreateTable   = "create-table"
+	ActionDescribeTable = "describe-table"
+	ActionCoverage      = "coverage"
+	ActionGaps          = "gaps"
+	ActionAddColumns    = "add-columns"
+)
+
+var actionTypes = []*flight.ActionType{
+	{Type: ActionCreateTable, Description: `Create a table. Body: {"table", "index_column", "index_type": "timestamp"|"int64"|"uint64", "granularity": "10s"|"1m"|"1h"|"1d"|integer, "entity_columns": [...], "timezone"}. Result: {"table", "version"}.`},
+	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes.`},
+	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}}. Result: intervals, identities, expected, covered, ratio.`},
+	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
+	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
+}
+
+// ListActions describes the actions DoAction accepts.
+func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	for _, a := range actionTypes {
+		if err := stream.Send(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DoAction runs one action: JSON body in, one JSON result out.
+func (s *Service) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
+	result, err := s.RunAction(stream.Context(), action.GetType(), action.GetBody())
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(result)
+	if err != nil {
+		return Status(err)
+	}
+	return stream.Send(&flight.Result{Body: body})
+}
+
+// IsAction reports whether name is one of this service's actions.
+func IsAction(name string) bool {
+	for _, a := range actionTypes {
+		if a.Type == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RunAction runs the named action and returns its JSON-ready result.
+func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any, error) {
+	switch name {
+	case ActionCreateTable:
+		var a createTableAction
+		if err := decodeStrict(name, body, &a); err != nil {
+			return nil, err
+		}
+		co, err := a.options()
+		if err != nil {
+			return nil, err
+		}
+		tb, err := s.catalog.create(ctx, a.Table, co)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"table": a.Table, "version": tb.State().Version}, nil
+	case ActionDescribeTable:
+		var a struct {
+			Table string `json:"table"`
+		}
+		if err := decodeStrict(name, body, &a); err != nil {
+			return nil, err
+		}
+		tb, err := s.Table(ctx, a.Table)
+		if err != nil {
+			return nil, err
+		}
+		return describe(a.Table, tb.State())
+	case ActionCoverage, ActionGaps:
+		return s.coverageAction(ctx, name, body)
+	case ActionAddColumns:
+		return s.addColumns(ctx, body)
+	}
+	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
+}
+
+// createTableAction is the body of create-table.
+type createTableAction struct {
+	Table         string          `json:"table"`
+	IndexColumn   string          `json:"index_column"`
+	IndexType     string          `json:"index_type"`
+	Granularity   json.RawMessage `json:"granularity"`
+	EntityColumns []string        `json:"entity_columns,omitempty"`
+	Timezone      *string         `json:"timezone,omitempty"`
+}
+
+func (a *createTableAction) options() (tableformat.CreateOptions, error) {
+	if err := ValidateTableName(a.Table); err != nil {
+		return tableformat.CreateOptions{}, err
+	}
+	if a.IndexColumn == "" {
+		return tableformat.CreateOptions{}, invalid("index_column is required")
+	}
+	typ := tableformat.IndexType(a.IndexType)
+	switch typ {
+	case tableformat.IndexTimestamp, tableformat.IndexInt64, tableformat.IndexUInt64:
+	case "":
+		return tableformat.CreateOptions{}, invalid(`index_type is required: "timestamp", "int64" or "uint64"`)
+	default:
+		return tableformat.CreateOptions{}, invalid(`index_type %q is not one of "timestamp", "int64", "uint64"`, a.IndexType)
+	}
+	kind, err := parseGranularity(a.Granularity, typ)
+	if err != nil {
+		return tableformat.CreateOptions{}, err
+	}
+	if a.Timezone != nil && typ != tableformat.IndexTimestamp {
+		return tableformat.CreateOptions{}, invalid("timezone is only allowed for timestamp indexes")
+	}
+	kind.Timezone = a.Timezone
+	spec := tableformat.IndexSpec{Column: a.IndexColumn, EntityColumns: a.EntityColumns, Kind: kind}
+	if err := spec.Validate(); err != nil {
+		return tableformat.CreateOptions{}, Status(err)
+	}
+	return tableformat.CreateOptions{Index: spec}, nil
+}
+
+func isNotFound(err error) bool      { return status.Code(err) == codes.NotFound }
+func isAlreadyExists(err error) bool { return status.Code(err) == codes.AlreadyExists }

@@ -1,0 +1,78 @@
+package flightserver
+
+import (
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// fieldInfo describes one column in describe-table.
+type fieldInfo struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// indexInfo describes the index in describe-table.
+type indexInfo struct {
+	Column        string   `json:"column"`
+	Type          string   `json:"type"`
+	Granularity   any      `json:"granularity"`
+	EntityColumns []string `json:"entity_columns"`
+	Timezone      *string  `json:"timezone"`
+}
+
+// tableInfo is the result of describe-table.
+type tableInfo struct {
+	Table           string      `json:"table"`
+	Version         uint64      `json:"version"`
+	ProtocolVersion uint32      `json:"protocol_version"`
+	ReaderFeatures  []string    `json:"reader_features"`
+	WriterFeatures  []string    `json:"writer_features"`
+	Schema          []fieldInfo `json:"schema"`
+	Index           indexInfo   `json:"index"`
+	Segments        int         `json:"segments"`
+	Rows            uint64      `json:"rows"`
+	Bytes           uint64      `json:"bytes"`
+	CreatedAt       string      `json:"created_at"`
+}
+
+func describe(name string, st *tableformat.State) (*tableInfo, error) {
+	m := st.Meta
+	ix := st.Index()
+	info := &tableInfo{
+		Table:           name,
+		Version:         st.Version,
+		ProtocolVersion: m.Protocol,
+		ReaderFeatures:  append([]string{}, m.ReaderFeatures...),
+		WriterFeatures:  append([]string{}, m.WriterFeatures...),
+		Schema:          []fieldInfo{},
+		Index: indexInfo{
+			Column:        ix.Column,
+			Type:          string(ix.Kind.Type),
+			EntityColumns: append([]string{}, ix.EntityColumns...),
+			Timezone:      ix.Kind.Timezone,
+		},
+		Segments:  len(st.Segments),
+		Rows:      st.RowCount(),
+		CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+	}
+	if ix.Kind.Type == tableformat.IndexTimestamp {
+		info.Index.Granularity = ix.Kind.Time.String()
+	} else {
+		info.Index.Granularity = ix.Kind.Width
+	}
+	for _, seg := range st.Segments {
+		if seg.FileSize != nil {
+			info.Bytes += *seg.FileSize
+		}
+	}
+	if st.Schema() != nil {
+		as, err := tableformat.ArrowSchema(st.Schema())
+		if err != nil {
+			return nil, Status(err)
+		}
+		for _, f := range as.Fields() {
+			info.Schema = append(info.Schema, fieldInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
+		}
+	}
+	return info, nil
+}

@@ -1,0 +1,211 @@
+package flightserver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// requestOf turns a descriptor into a scan request: a PATH descriptor with
+// one element names the whole table; a CMD descriptor holds a JSON
+// ScanRequest.
+func requestOf(desc *flight.FlightDescriptor) (*ScanRequest, error) {
+	if desc == nil {
+		return nil, invalid("missing flight descriptor")
+	}
+	switch desc.Type {
+	case flight.DescriptorPATH:
+		if len(desc.Path) != 1 {
+			return nil, invalid("a PATH descriptor must have exactly one element, the table name (got %d)", len(desc.Path))
+		}
+		if err := ValidateTableName(desc.Path[0]); err != nil {
+			return nil, err
+		}
+		return &ScanRequest{Table: desc.Path[0]}, nil
+	case flight.DescriptorCMD:
+		var req ScanRequest
+		if err := decodeStrict("command", desc.Cmd, &req); err != nil {
+			return nil, err
+		}
+		if err := ValidateTableName(req.Table); err != nil {
+			return nil, err
+		}
+		return &req, nil
+	}
+	return nil, invalid("unknown descriptor type %v", desc.Type)
+}
+
+// resolve opens the request's table and its pinned (or newest) snapshot.
+func (s *Service) resolve(ctx context.Context, req *ScanRequest) (*tableformat.Table, *tableformat.State, error) {
+	tb, err := s.Table(ctx, req.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := tb.State()
+	if req.Version != nil {
+		if st, err = tb.StateAt(ctx, *req.Version); err != nil {
+			return nil, nil, Status(err)
+		}
+	}
+	return tb, st, nil
+}
+
+// outputSchema is the Arrow schema a scan of columns returns.
+func outputSchema(st *tableformat.State, columns []string) (*arrow.Schema, error) {
+	if st.Schema() == nil {
+		return arrow.NewSchema(nil, nil), nil
+	}
+	full, err := tableformat.ArrowSchema(st.Schema())
+	if err != nil {
+		return nil, Status(err)
+	}
+	if len(columns) == 0 {
+		return full, nil
+	}
+	fields := make([]arrow.Field, 0, len(columns))
+	for _, c := range columns {
+		idx := full.FieldIndices(c)
+		if len(idx) != 1 {
+			return nil, invalid("columns: %q is not a column of table (columns: %s)", c, fieldNames(full))
+		}
+		fields = append(fields, full.Field(idx[0]))
+	}
+	md := full.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+func fieldNames(s *arrow.Schema) string {
+	b, _ := json.Marshal(func() []string {
+		out := make([]string, s.NumFields())
+		for i, f := range s.Fields() {
+			out[i] = f.Name
+		}
+		return out
+	}())
+	return string(b)
+}
+
+// splitParts divides a plan into at most n contiguous groups of about
+// equal row counts. It is deterministic, so a ticket can name its group by
+// number.
+func splitParts(plan []tableformat.SegmentMeta, n int) [][]tableformat.SegmentMeta {
+	if len(plan) == 0 {
+		return [][]tableformat.SegmentMeta{nil}
+	}
+	n = max(1, min(n, len(plan)))
+	var total uint64
+	for _, s := range plan {
+		total += s.RowCount
+	}
+	groups := make([][]tableformat.SegmentMeta, 0, n)
+	var acc uint64
+	start := 0
+	for i, s := range plan {
+		acc += s.RowCount
+		left := len(plan) - i - 1       // segments after this one
+		need := n - len(groups) - 1     // groups still to start after this one
+		boundary := total * uint64(len(groups)+1) / uint64(n)
+		if need > 0 && (acc >= boundary || left == need) {
+			groups = append(groups, plan[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(groups, plan[start:])
+}
+
+// flightInfo plans req and describes its endpoints.
+func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor, req *ScanRequest) (*flight.FlightInfo, error) {
+	_, st, err := s.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := s.scanOptions(req, st)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := st.PlanScan(opts)
+	if err != nil {
+		return nil, Status(err)
+	}
+	schema, err := outputSchema(st, req.Columns)
+	if err != nil {
+		return nil, err
+	}
+	version := st.Version
+	groups := splitParts(plan, s.opts.MaxEndpoints)
+	info := &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(schema, s.alloc),
+		FlightDescriptor: desc,
+		TotalRecords:     -1,
+		TotalBytes:       0,
+	}
+	var rows uint64
+	for i, g := range groups {
+		t := &ticket{ScanRequest: *req, Part: i, Parts: len(groups)}
+		t.Version = &version
+		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: encodeTicket(t)}})
+		for _, seg := range g {
+			rows += seg.RowCount
+			if seg.FileSize != nil {
+				info.TotalBytes += int64(*seg.FileSize)
+			}
+		}
+	}
+	if len(req.Start) == 0 && len(req.End) == 0 && len(req.Entities) == 0 {
+		info.TotalRecords = int64(rows)
+	}
+	return info, nil
+}
+
+// GetFlightInfo plans a scan: the whole table for a PATH descriptor, the
+// pruned range of a CMD descriptor.
+func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	req, err := requestOf(desc)
+	if err != nil {
+		return nil, err
+	}
+	return s.flightInfo(ctx, desc, req)
+}
+
+// GetSchema returns the schema a scan of the descriptor would return.
+func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	req, err := requestOf(desc)
+	if err != nil {
+		return nil, err
+	}
+	_, st, err := s.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := outputSchema(st, req.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.alloc)}, nil
+}
+
+// ListFlights returns one FlightInfo per table: its PATH descriptor,
+// schema, total rows and bytes, one endpoint per planned part.
+func (s *Service) ListFlights(_ *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
+	ctx := stream.Context()
+	names, err := s.TableNames()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{name}}
+		info, err := s.flightInfo(ctx, desc, &ScanRequest{Table: name})
+		if err != nil {
+			s.log.Warn("ListFlights: skipping a table that cannot be read", "table", name, "error", err)
+			continue
+		}
+		if err := stream.Send(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package flightserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// putCommand is the JSON body of a DoPut CMD descriptor.
+type putCommand struct {
+	Table  string             `json:"table"`
+	Create *createTableAction `json:"create,omitempty"`
+}
+
+// PutResult is the app_metadata of the PutResult a DoPut answers with.
+type PutResult struct {
+	Version uint64 `json:"version"`
+	Rows    uint64 `json:"rows"`
+	Segment string `json:"segment"`
+}
+
+// DoPut appends the whole stream to the table of the descriptor as one
+// segment and one commit. A PATH descriptor names an existing table; a CMD
+// descriptor {"table", "create": {…}} creates it first when it does not
+// exist. Nothing is committed unless the whole stream arrives and passes
+// every check; a stream that breaks off leaves nothing behind.
+func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
+	ctx := stream.Context()
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
+	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return Status(ctx.Err())
+		}
+		return invalid("DoPut: the stream must start with a descriptor and a schema: %v", err)
+	}
+	defer rdr.Release()
+	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor())
+	if err != nil {
+		return err
+	}
+	opts := tableformat.DefaultAppendOptions()
+	opts.Alloc = s.alloc
+	opts.MaxRetries = s.opts.AppendRetries
+	res, err := tb.Append(ctx, readerOf(rdr), opts)
+	if err != nil {
+		s.log.Debug("DoPut refused", "table", tb.FS(), "error", err)
+		return Status(err)
+	}
+	meta, _ := json.Marshal(PutResult{Version: res.Version, Rows: res.Segment.RowCount, Segment: res.Segment.Path})
+	return stream.Send(&flight.PutResult{AppMetadata: meta})
+}
+
+// putTarget opens (or creates) the table a DoPut descriptor names.
+func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor) (*tableformat.Table, error) {
+	if desc == nil {
+		return nil, invalid("DoPut: the first message must carry a flight descriptor naming the table")
+	}
+	switch desc.Type {
+	case flight.DescriptorPATH:
+		req, err := requestOf(desc)
+		if err != nil {
+			return nil, err
+		}
+		return s.Table(ctx, req.Table)
+	case flight.DescriptorCMD:
+		var cmd putCommand
+		if err := decodeStrict("DoPut command", desc.Cmd, &cmd); err != nil {
+			return nil, err
+		}
+		if err := ValidateTableName(cmd.Table); err != nil {
+			return nil, err
+		}
+		tb, err := s.Table(ctx, cmd.Table)
+		if err == nil || cmd.Create == nil || !isNotFound(err) {
+			return tb, err
+		}
+		cmd.Create.Table = cmd.Table
+		co, err := cmd.Create.options()
+		if err != nil {
+			return nil, err
+		}
+		tb, err = s.catalog.create(ctx, cmd.Table, co)
+		if isAlreadyExists(err) { // created concurrently: use it
+			return s.Table(ctx, cmd.Table)
+		}
+		return tb, err
+	}
+	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
+}
+
+// readerOf adapts a Flight reader to array.RecordReader.
+func readerOf(r *flight.Reader) array.RecordReader { return r.Reader }

@@ -1,0 +1,225 @@
+package flightserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// ScanRequest is the JSON body of a CMD descriptor (and the content of a
+// ticket): which rows of which table to read.
+type ScanRequest struct {
+	Table string `json:"table"`
+	// Start and End bound the index, half-open: RFC 3339 strings for
+	// timestamp tables, integers otherwise.
+	Start json.RawMessage `json:"start,omitempty"`
+	End   json.RawMessage `json:"end,omitempty"`
+	// Columns to return, in order (all when empty).
+	Columns []string `json:"columns,omitempty"`
+	// Entities keeps rows whose entity columns equal these values.
+	Entities map[string]json.RawMessage `json:"entities,omitempty"`
+	// Version pins the snapshot (the newest when absent).
+	Version *uint64 `json:"version,omitempty"`
+}
+
+// decodeStrict decodes a JSON object into v, refusing unknown fields and
+// trailing data, with errors that name the request.
+func decodeStrict(what string, data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return invalid("%s: malformed JSON body: %v", what, err)
+	}
+	if dec.More() {
+		return invalid("%s: unexpected data after the JSON body", what)
+	}
+	return nil
+}
+
+// parseIndexValue reads one index bound for the table's index type.
+func parseIndexValue(field string, raw json.RawMessage, ix *tableformat.IndexSpec) (tableformat.IndexValue, error) {
+	raw = bytes.TrimSpace(raw)
+	var s string
+	if len(raw) > 0 && raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return tableformat.IndexValue{}, invalid("%s: %v", field, err)
+		}
+	} else {
+		s = string(raw)
+	}
+	switch ix.Kind.Type {
+	case tableformat.IndexTimestamp:
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return tableformat.IndexValue{}, invalid("%s: %q is not an RFC 3339 timestamp (for example 2024-06-01T00:00:00Z)", field, s)
+		}
+		return tableformat.TimeValue(t), nil
+	case tableformat.IndexInt64:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return tableformat.IndexValue{}, invalid("%s: %s is not a 64-bit integer (the index %q is int64)", field, s, ix.Column)
+		}
+		return tableformat.Int64Value(v), nil
+	default:
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return tableformat.IndexValue{}, invalid("%s: %s is not an unsigned 64-bit integer (the index %q is uint64)", field, s, ix.Column)
+		}
+		return tableformat.Uint64Value(v), nil
+	}
+}
+
+// parseEntityValue reads the value of entity column col.
+func parseEntityValue(col string, raw json.RawMessage, st *tableformat.State) (tableformat.EntityValue, error) {
+	ix := st.Index()
+	isEntity := false
+	for _, c := range ix.EntityColumns {
+		isEntity = isEntity || c == col
+	}
+	if !isEntity {
+		if len(ix.EntityColumns) == 0 {
+			return tableformat.EntityValue{}, invalid("entities: the table has no entity columns (got %q)", col)
+		}
+		return tableformat.EntityValue{}, invalid("entities: %q is not an entity column (entity columns: %s)", col, strings.Join(ix.EntityColumns, ", "))
+	}
+	if st.Schema() == nil {
+		return tableformat.EntityValue{}, invalid("entities: the table has no data yet")
+	}
+	f, _ := st.Schema().Column(col)
+	raw = bytes.TrimSpace(raw)
+	var s string
+	quoted := len(raw) > 0 && raw[0] == '"'
+	if quoted {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return tableformat.EntityValue{}, invalid("entities.%s: %v", col, err)
+		}
+	} else {
+		s = string(raw)
+	}
+	switch f.Type.Kind {
+	case tableformat.TypeUtf8:
+		if !quoted {
+			return tableformat.EntityValue{}, invalid("entities.%s: expected a string, got %s", col, raw)
+		}
+		return tableformat.EntityValue{Type: tableformat.EntityUtf8, Str: s}, nil
+	case tableformat.TypeInt32:
+		v, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return tableformat.EntityValue{}, invalid("entities.%s: %s is not a 32-bit integer", col, raw)
+		}
+		return tableformat.EntityValue{Type: tableformat.EntityInt32, Int: v}, nil
+	case tableformat.TypeInt64:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return tableformat.EntityValue{}, invalid("entities.%s: %s is not a 64-bit integer", col, raw)
+		}
+		return tableformat.EntityValue{Type: tableformat.EntityInt64, Int: v}, nil
+	default:
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return tableformat.EntityValue{}, invalid("entities.%s: %s is not an unsigned 64-bit integer", col, raw)
+		}
+		return tableformat.EntityValue{Type: tableformat.EntityUInt64, Uint: v}, nil
+	}
+}
+
+// scanOptions turns a request into scan options for st.
+func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
+	opts := tableformat.ScanOptions{Columns: req.Columns, BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc}
+	ix := st.Index()
+	if len(req.Start) > 0 {
+		v, err := parseIndexValue("start", req.Start, ix)
+		if err != nil {
+			return opts, err
+		}
+		opts.Start = &v
+	}
+	if len(req.End) > 0 {
+		v, err := parseIndexValue("end", req.End, ix)
+		if err != nil {
+			return opts, err
+		}
+		opts.End = &v
+	}
+	if len(req.Entities) > 0 {
+		opts.Entities = map[string]tableformat.EntityValue{}
+		for col, raw := range req.Entities {
+			v, err := parseEntityValue(col, raw, st)
+			if err != nil {
+				return opts, err
+			}
+			opts.Entities[col] = v
+		}
+	}
+	return opts, nil
+}
+
+// identityOf reads a complete identity {column: value} in entity-column
+// order.
+func identityOf(field string, m map[string]json.RawMessage, st *tableformat.State) (tableformat.Identity, error) {
+	ix := st.Index()
+	if len(m) != len(ix.EntityColumns) {
+		return nil, invalid("%s: give a value for each entity column (%s)", field, strings.Join(ix.EntityColumns, ", "))
+	}
+	id := make(tableformat.Identity, len(ix.EntityColumns))
+	for i, col := range ix.EntityColumns {
+		raw, ok := m[col]
+		if !ok {
+			return nil, invalid("%s: missing entity column %q", field, col)
+		}
+		v, err := parseEntityValue(col, raw, st)
+		if err != nil {
+			return nil, err
+		}
+		id[i] = v
+	}
+	return id, nil
+}
+
+// parseGranularity reads "10s", "1m", "1h", "1d" (or any human form the
+// reference accepts) for timestamp tables and a positive integer for
+// integer tables.
+func parseGranularity(raw json.RawMessage, typ tableformat.IndexType) (tableformat.IndexKind, error) {
+	k := tableformat.IndexKind{Type: typ}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return k, invalid("granularity is required")
+	}
+	var s string
+	quoted := raw[0] == '"'
+	if quoted {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return k, invalid("granularity: %v", err)
+		}
+	} else {
+		s = string(raw)
+	}
+	if typ == tableformat.IndexTimestamp {
+		if !quoted {
+			if n, err := strconv.ParseUint(s, 10, 32); err == nil && n > 0 {
+				k.Time = tableformat.TimeGranularity{Unit: tableformat.Seconds, N: uint32(n)}
+				return k, nil
+			}
+		}
+		g, err := tableformat.ParseTimeGranularity(s)
+		if err != nil {
+			return k, invalid("granularity: %v", strings.TrimPrefix(err.Error(), "invalid input: "))
+		}
+		k.Time = g
+		return k, nil
+	}
+	w, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || w == 0 {
+		return k, invalid("granularity: %s is not a positive integer (an %s index takes an integer width)", raw, typ)
+	}
+	k.Width = w
+	return k, nil
+}
+
+
+

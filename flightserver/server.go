@@ -1,0 +1,106 @@
+package flightserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// Options configure a Service. Use DefaultOptions and change fields.
+type Options struct {
+	// Root is the directory holding one subdirectory per table. Required.
+	Root string
+	// Logger receives request errors and table repairs; nil discards.
+	Logger hclog.Logger
+	// Alloc allocates the Arrow buffers of incoming streams; nil means
+	// memory.DefaultAllocator. Scans use the table package's recycled pool
+	// unless ScanAlloc is set.
+	Alloc memory.Allocator
+	// ScanAlloc, when set, allocates scan output (tests use a checked
+	// allocator); nil keeps the table package's pool.
+	ScanAlloc memory.Allocator
+	// BatchRows is the target number of rows per DoGet batch (0 = 65536).
+	BatchRows int
+	// MaxEndpoints caps the endpoints one FlightInfo splits a scan into
+	// (0 = 2 × GOMAXPROCS).
+	MaxEndpoints int
+	// ScanParallelism is the segments one DoGet decodes at once (0 = the
+	// table package's default).
+	ScanParallelism int
+	// AppendRetries bounds how often an append rebases after losing a
+	// commit race (0 = 64).
+	AppendRetries int
+	// Table tunes how tables are opened (nil = tableformat.DefaultOptions
+	// with Logger).
+	Table *tableformat.Options
+}
+
+// DefaultOptions returns fresh options for root.
+func DefaultOptions(root string) *Options { return &Options{Root: root} }
+
+// Service is the Arrow Flight service of a tsflight root. It implements
+// flight.FlightServer; Flight SQL wraps it (see package flightsql).
+type Service struct {
+	flight.BaseFlightServer
+	opts    Options
+	log     hclog.Logger
+	alloc   memory.Allocator
+	catalog *catalog
+}
+
+// New returns the service for opts.Root, creating the directory if needed.
+func New(opts *Options) (*Service, error) {
+	o := *opts
+	if o.Root == "" {
+		return nil, invalid("the root directory is not set")
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, Status(err)
+	}
+	o.Root = root
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Alloc == nil {
+		o.Alloc = memory.DefaultAllocator
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 1 << 16
+	}
+	if o.MaxEndpoints <= 0 {
+		o.MaxEndpoints = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.AppendRetries <= 0 {
+		o.AppendRetries = 64
+	}
+	if o.Table == nil {
+		o.Table = tableformat.DefaultOptions()
+		o.Table.Logger = o.Logger.Named("table")
+	}
+	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc}
+	s.catalog = newCatalog(root, o.Table)
+	return s, nil
+}
+
+// Root returns the absolute root directory.
+func (s *Service) Root() string { return s.opts.Root }
+
+// Table opens (or returns the cached handle of) the named table, refreshed
+// to its newest version.
+func (s *Service) Table(ctx context.Context, name string) (*tableformat.Table, error) {
+	return s.catalog.open(ctx, name)
+}
+
+// TableNames lists the tables under the root, sorted.
+func (s *Service) TableNames() ([]string, error) { return s.catalog.names() }
