@@ -2,27 +2,53 @@ package tableformat
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // segmentWriter streams canonical batches into one new Parquet segment.
+//
+// For schemas of top-level scalar columns (the common time-series case) it
+// encodes the columns of each batch in parallel, one goroutine per column
+// up to GOMAXPROCS: Parquet encoding (dictionaries, compression) is the
+// bulk of an append's CPU time, and the column chunks of a buffered row
+// group are independent. Schemas with nested columns go through
+// pqarrow.FileWriter, one column after another.
 type segmentWriter struct {
 	fs     storage.FS
 	path   string
 	file   storage.File
 	buf    *bufio.Writer
 	count  *countingWriter
-	pw     *pqarrow.FileWriter
-	maxRGB int64
 	closed bool
+
+	maxRows, maxBytes int64
+
+	// parallel path
+	pw       *file.Writer
+	schema   *arrow.Schema
+	arrProps pqarrow.ArrowWriterProperties
+	rgw      file.BufferedRowGroupWriter
+	rgRows   int64
+	workers  int
+
+	// nested path
+	fw *pqarrow.FileWriter
 }
 
 // countingWriter counts bytes and hides Close from the Parquet writer, so
@@ -38,12 +64,22 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+func flatSchema(s *arrow.Schema) bool {
+	for _, f := range s.Fields() {
+		switch f.Type.ID() {
+		case arrow.STRUCT, arrow.LIST, arrow.MAP, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.DICTIONARY, arrow.EXTENSION:
+			return false
+		}
+	}
+	return true
+}
+
 func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *AppendOptions, mem memory.Allocator) (*segmentWriter, error) {
 	f, err := fsys.CreateExclusive(path)
 	if err != nil {
 		return nil, storageErr("create segment "+path, err)
 	}
-	w := &segmentWriter{fs: fsys, path: path, file: f, maxRGB: opts.MaxBytesPerRowGroup}
+	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema}
 	w.buf = bufio.NewWriterSize(f, 1<<20)
 	w.count = &countingWriter{w: w.buf}
 	props := parquet.NewWriterProperties(
@@ -56,26 +92,145 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithCreatedBy("tsflight"),
 	)
-	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
-	pw, err := pqarrow.NewFileWriter(schema, w.count, props, arrowProps)
-	if err != nil {
+	w.arrProps = pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	fail := func(err error) (*segmentWriter, error) {
 		w.abort()
 		return nil, fmt.Errorf("%w: parquet writer for %s: %w", ErrStorage, path, err)
 	}
-	w.pw = pw
+	if !flatSchema(schema) {
+		if w.fw, err = pqarrow.NewFileWriter(schema, w.count, props, w.arrProps); err != nil {
+			return fail(err)
+		}
+		return w, nil
+	}
+	pqschema, err := pqarrow.ToParquet(schema, props, w.arrProps)
+	if err != nil {
+		return fail(err)
+	}
+	meta := make(metadata.KeyValueMetadata, 0, schema.Metadata().Len()+1)
+	for i, k := range schema.Metadata().Keys() {
+		meta.Append(k, schema.Metadata().Values()[i])
+	}
+	// Store the Arrow schema as pqarrow does (a serialized IPC schema,
+	// base64), so that readers restore exact Arrow types.
+	var ser bytes.Buffer
+	iw := ipc.NewWriter(&ser, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err := iw.Close(); err != nil {
+		return fail(err)
+	}
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser.Bytes()))
+	if w.pw, err = file.NewParquetWriterWithError(w.count, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta)); err != nil {
+		return fail(err)
+	}
+	w.workers = max(1, min(runtime.GOMAXPROCS(0), schema.NumFields()))
 	return w, nil
 }
 
-// write appends a canonical batch, closing the row group when it grows past
-// the byte limit (the row limit is enforced by the Parquet writer).
+// write appends a canonical batch, closing row groups at the row and byte
+// limits.
 func (w *segmentWriter) write(rec arrow.RecordBatch) error {
-	if err := w.pw.WriteBuffered(rec); err != nil {
-		return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
-	}
-	if w.maxRGB > 0 && w.pw.RowGroupTotalBytesWritten() >= w.maxRGB {
-		if err := w.pw.NewBufferedRowGroupChecked(); err != nil {
+	if w.fw != nil {
+		if err := w.fw.WriteBuffered(rec); err != nil {
 			return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
 		}
+		if w.maxBytes > 0 && w.fw.RowGroupTotalBytesWritten() >= w.maxBytes {
+			if err := w.fw.NewBufferedRowGroupChecked(); err != nil {
+				return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
+			}
+		}
+		return nil
+	}
+	for off := int64(0); off < rec.NumRows(); {
+		if w.rgw == nil {
+			rgw, err := w.pw.AppendBufferedRowGroupChecked()
+			if err != nil {
+				return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
+			}
+			w.rgw, w.rgRows = rgw, 0
+		}
+		n := min(rec.NumRows()-off, w.maxRows-w.rgRows)
+		part := rec
+		if off != 0 || n != rec.NumRows() {
+			part = rec.NewSlice(off, off+n)
+		}
+		err := w.writeColumns(part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
+		}
+		off += n
+		w.rgRows += n
+		if w.rgRows >= w.maxRows || (w.maxBytes > 0 && w.rgw.TotalBytesWritten() >= w.maxBytes) {
+			if err := w.closeRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeColumns encodes each column of rec into its column chunk, in
+// parallel.
+func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
+	ncols := int(rec.NumCols())
+	errs := make([]error, ncols)
+	next := make(chan int, ncols)
+	for i := range ncols {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range w.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var defLevels []int16
+			for i := range next {
+				cw, err := w.rgw.Column(i)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				arr := rec.Column(i)
+				nullable := w.schema.Field(i).Nullable
+				var levels []int16
+				if nullable {
+					if cap(defLevels) < arr.Len() {
+						defLevels = make([]int16, arr.Len())
+					}
+					levels = defLevels[:arr.Len()]
+					for r := range levels {
+						if arr.IsNull(r) {
+							levels[r] = 0
+						} else {
+							levels[r] = 1
+						}
+					}
+				}
+				ctx := pqarrow.NewArrowWriteContext(context.Background(), &w.arrProps)
+				errs[i] = pqarrow.WriteArrowToColumn(ctx, cw, arr, levels, nil, nullable)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *segmentWriter) closeRowGroup() error {
+	if w.rgw == nil {
+		return nil
+	}
+	err := w.rgw.Close()
+	w.rgw = nil
+	if err != nil {
+		return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
 	}
 	return nil
 }
@@ -84,7 +239,14 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 // returns its size.
 func (w *segmentWriter) finish() (uint64, error) {
 	w.closed = true
-	err := w.pw.Close()
+	var err error
+	if w.fw != nil {
+		err = w.fw.Close()
+	} else {
+		if err = w.closeRowGroup(); err == nil {
+			err = w.pw.Close()
+		}
+	}
 	if err == nil {
 		err = w.buf.Flush()
 	}
@@ -104,7 +266,13 @@ func (w *segmentWriter) finish() (uint64, error) {
 func (w *segmentWriter) abort() {
 	if !w.closed {
 		w.closed = true
-		if w.pw != nil {
+		switch {
+		case w.fw != nil:
+			_ = w.fw.Close()
+		case w.pw != nil:
+			if w.rgw != nil {
+				_ = w.rgw.Close()
+			}
 			_ = w.pw.Close()
 		}
 		_ = w.file.Close()
