@@ -159,7 +159,9 @@ func (id Identity) Equal(o Identity) bool {
 	return len(id) == len(o) && id.Compare(o) == 0
 }
 
-// Clone returns a copy with irrelevant component fields zeroed.
+// Clone returns a deep copy with irrelevant component fields zeroed.
+// Strings are copied too: callers build identities from Arrow buffers that
+// are released (or reused) after the batch, so a Set must own its keys.
 func (id Identity) Clone() Identity {
 	if id == nil {
 		return nil
@@ -167,6 +169,7 @@ func (id Identity) Clone() Identity {
 	out := make(Identity, len(id))
 	for i, c := range id {
 		out[i] = c.normalized()
+		out[i].Str = strings.Clone(out[i].Str)
 	}
 	return out
 }
