@@ -488,3 +488,50 @@ func readColumn(t *testing.T, e *appendEnv, segPath, column string) []string {
 	}
 	return out
 }
+
+// TestAppendRefusesOutOfRangeTimestamp: a timestamp the interval mapping
+// cannot represent is refused (a table holding it would not reopen).
+func TestAppendRefusesOutOfRangeTimestamp(t *testing.T) {
+	e := newAppendEnv(t, IndexSpec{Column: "ts", Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}})
+	s := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}}}, nil)
+	b := array.NewRecordBuilder(e.mem, s)
+	b.Field(0).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{0, 9e15}, nil)
+	rdr := readerOf(t, s, b.NewRecordBatch())
+	b.Release()
+	defer rdr.Release()
+	_, err := e.tb.Append(e.ctx, rdr, e.opts())
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "9000000000000000 at row 1") {
+		t.Fatalf("got %v, want ErrInvalidInput naming the value and row", err)
+	}
+	if files := e.dataFiles(); len(files) != 0 {
+		t.Fatalf("left %v", files)
+	}
+}
+
+// TestAppendMetadataMustMatch: input annotations must equal the table's or
+// be absent, as the reference requires.
+func TestAppendMetadataMustMatch(t *testing.T) {
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "h", 1}); err != nil {
+		t.Fatal(err)
+	}
+	md := arrow.NewMetadata([]string{"unit"}, []string{"percent"})
+	fields := inSchema().Fields()
+	fields[2].Metadata = md
+	for name, s := range map[string]*arrow.Schema{
+		"field":  arrow.NewSchema(fields, nil),
+		"schema": arrow.NewSchema(inSchema().Fields(), &md),
+	} {
+		b := array.NewRecordBuilder(e.mem, s)
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Hour).UnixNano()))
+		b.Field(1).(*array.StringBuilder).Append("h")
+		b.Field(2).(*array.Int64Builder).Append(1)
+		rdr := readerOf(t, s, b.NewRecordBatch())
+		b.Release()
+		_, err := e.tb.Append(e.ctx, rdr, e.opts())
+		rdr.Release()
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "metadata") {
+			t.Fatalf("%s metadata: %v", name, err)
+		}
+	}
+}

@@ -108,7 +108,10 @@ func (s *streamStats) observe(ctx context.Context, ir indexReader, er entityRead
 			}
 		}
 	}
-	ids := s.cov.ids(idx, ir)
+	ids, err := s.cov.ids(idx, ir, rec.Schema().Field(ir.col).Name)
+	if err != nil {
+		return err
+	}
 	switch ir.typ {
 	case IndexUInt64:
 		vals := idx.(*array.Uint64).Uint64Values()
@@ -228,6 +231,20 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 	}
 	if err := a.t.fs.SyncDir(appendDir); err != nil {
 		return SegmentMeta{}, storageErr("sync "+appendDir, err)
+	}
+	if len(st.Segments) == 0 {
+		// The first append created the directories: make their entries
+		// durable too, up to the table root.
+		for _, d := range []string{"data/_managed", "data", "_coverage/segments", "_coverage/table", "_coverage", "."} {
+			if err := a.t.fs.MkdirAll(d); err != nil {
+				return SegmentMeta{}, storageErr("create "+d, err)
+			}
+		}
+		for _, d := range []string{"data/_managed", "data", "_coverage", "."} {
+			if err := a.t.fs.SyncDir(d); err != nil {
+				return SegmentMeta{}, storageErr("sync "+d, err)
+			}
+		}
 	}
 	lo, hi := stats.bounds(ir)
 	seg := SegmentMeta{

@@ -44,24 +44,33 @@ func newSegmentCoverage(spec *IndexSpec, entity bool) *segmentCoverage {
 	return c
 }
 
-// ids maps a canonical index column to interval ids.
-func (c *segmentCoverage) ids(idx arrow.Array, ir indexReader) []uint64 {
+// ids maps a canonical index column to interval ids. A value outside the
+// index domain (a timestamp beyond the years the format can represent) is
+// refused, naming the row.
+func (c *segmentCoverage) ids(idx arrow.Array, ir indexReader, column string) ([]uint64, error) {
 	out := make([]uint64, idx.Len())
+	var err error
 	switch ir.typ {
 	case IndexTimestamp:
 		for i, v := range idx.(*array.Timestamp).TimestampValues() {
-			out[i], _ = c.domain.TimestampID(int64(v), ir.unitsPerSecond)
+			if out[i], err = c.domain.TimestampID(int64(v), ir.unitsPerSecond); err != nil {
+				return nil, invalidf("index column %q: value %d at row %d of the batch is outside the supported time range", column, int64(v), i)
+			}
 		}
 	case IndexInt64:
 		for i, v := range idx.(*array.Int64).Int64Values() {
-			out[i], _ = c.domain.Int64ID(v)
+			if out[i], err = c.domain.Int64ID(v); err != nil {
+				return nil, invalidf("index column %q: value %d at row %d: %v", column, v, i, err)
+			}
 		}
 	default:
 		for i, v := range idx.(*array.Uint64).Uint64Values() {
-			out[i], _ = c.domain.UInt64ID(v)
+			if out[i], err = c.domain.UInt64ID(v); err != nil {
+				return nil, invalidf("index column %q: value %d at row %d: %v", column, v, i, err)
+			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // add records the rows of rec (canonical schema) with their interval ids,

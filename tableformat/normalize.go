@@ -2,6 +2,7 @@ package tableformat
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,6 +78,9 @@ func newNormalizer(st *State, in *arrow.Schema) (*normalizer, error) {
 			return nil, invalidf("input column %q is not in the table schema (columns: %s)", f.Name, columnNames(schema))
 		}
 	}
+	if md := in.Metadata(); md.Len() > 0 && !maps.Equal(metadataMap(md), schema.Metadata) {
+		return nil, invalidf("the input schema carries metadata %v that differs from the table's %v (send the same annotations or none)", metadataMap(md), schema.Metadata)
+	}
 	ix := st.Index()
 	addColumns := st.Meta.HasReaderFeature(FeatureSchemaAddColumns)
 	n := &normalizer{in: in, canonical: canonical, identity: in.NumFields() == len(schema.Columns)}
@@ -102,6 +106,9 @@ func newNormalizer(st *State, in *arrow.Schema) (*normalizer, error) {
 			n.identity = false
 		}
 		f := in.Field(j)
+		if f.Metadata.Len() > 0 && !maps.Equal(metadataMap(f.Metadata), col.Metadata) {
+			return nil, invalidf("column %q carries metadata %v that differs from the table's %v (send the same annotations or none)", col.Name, metadataMap(f.Metadata), col.Metadata)
+		}
 		if f.Nullable != col.Nullable {
 			return nil, invalidf("column %q is %s in the input but %s in the table", col.Name, nullability(f.Nullable), nullability(col.Nullable))
 		}
