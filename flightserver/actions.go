@@ -22,9 +22,9 @@ const (
 
 var actionTypes = []*flight.ActionType{
 	{Type: ActionCreateTable, Description: `Create a table. Body: {"table", "index_column", "index_type": "timestamp"|"int64"|"uint64", "granularity": "10s"|"1m"|"1h"|"1d"|integer, "entity_columns": [...], "timezone"}. Result: {"table", "version"}.`},
-	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes.`},
-	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}}. Result: intervals, identities, expected, covered, ratio.`},
-	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
+	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes, created_at.`},
+	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}, "version"?}. Result: intervals, identities, expected, covered, ratio.`},
+	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?, "version"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
 	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
 }
 

@@ -2,6 +2,7 @@ package flightserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -40,11 +41,20 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := tb.AddColumns(ctx, fields)
-	if err != nil {
-		return nil, Status(err)
+	// AddColumns works on the handle's snapshot and fails with a conflict
+	// when an append commits first; refresh and try again, as appends do.
+	for retry := 0; ; retry++ {
+		v, err := tb.AddColumns(ctx, fields)
+		if err == nil {
+			return map[string]any{"table": req.Table, "version": v}, nil
+		}
+		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
+			return nil, Status(err)
+		}
+		if _, err := tb.Refresh(ctx); err != nil {
+			return nil, Status(err)
+		}
 	}
-	return map[string]any{"table": req.Table, "version": v}, nil
 }
 
 var (

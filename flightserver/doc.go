@@ -26,10 +26,13 @@
 //     commits nothing and its files are removed.
 //   - Concurrent DoPuts to one table encode in parallel and commit in turn;
 //     a DoPut that loses the commit race re-checks overlap and retries.
-//   - Go gRPC clients limit received messages to 4 MiB by default; DoGet
-//     batches of 64K rows stay below that for narrow tables. Raise the
-//     client's limit for wide rows, and the server's receive limit
-//     (cmd/tsflight sets 64 MiB) for large DoPut batches.
+//   - DoGet sends batches of 64 Ki to 128 Ki rows (Options.BatchRows to
+//     twice that; only the last batch of a stream may be shorter): short
+//     batches of the scan are merged. Go gRPC clients limit received
+//     messages to 4 MiB by default, which such batches exceed at about 32
+//     bytes a row; raise the client's limit (grpc.MaxCallRecvMsgSize), and
+//     the server's receive limit (cmd/tsflight sets 64 MiB) for large DoPut
+//     batches.
 //   - Endpoints carry no location: fetch them on the same connection, in
 //     parallel if you like.
 package flightserver

@@ -48,7 +48,7 @@ func (s *Service) resolve(ctx context.Context, req *ScanRequest) (*tableformat.T
 	st := tb.State()
 	if req.Version != nil {
 		if st, err = tb.StateAt(ctx, *req.Version); err != nil {
-			return nil, nil, Status(err)
+			return nil, nil, Status(&tableError{name: req.Table, err: err})
 		}
 	}
 	return tb, st, nil
@@ -70,12 +70,15 @@ func outputSchema(st *tableformat.State, columns []string) (*arrow.Schema, error
 	for _, c := range columns {
 		idx := full.FieldIndices(c)
 		if len(idx) != 1 {
-			return nil, invalid("columns: %q is not a column of table (columns: %s)", c, fieldNames(full))
+			return nil, invalid("columns: %q is not a column of the table (columns: %s)", c, fieldNames(full))
 		}
 		fields = append(fields, full.Field(idx[0]))
 	}
-	md := full.Metadata()
-	return arrow.NewSchema(fields, &md), nil
+	var md *arrow.Metadata
+	if m := full.Metadata(); m.Len() > 0 {
+		md = &m
+	}
+	return arrow.NewSchema(fields, md), nil
 }
 
 func fieldNames(s *arrow.Schema) string {
@@ -106,8 +109,8 @@ func splitParts(plan []tableformat.SegmentMeta, n int) [][]tableformat.SegmentMe
 	start := 0
 	for i, s := range plan {
 		acc += s.RowCount
-		left := len(plan) - i - 1       // segments after this one
-		need := n - len(groups) - 1     // groups still to start after this one
+		left := len(plan) - i - 1   // segments after this one
+		need := n - len(groups) - 1 // groups still to start after this one
 		boundary := total * uint64(len(groups)+1) / uint64(n)
 		if need > 0 && (acc >= boundary || left == need) {
 			groups = append(groups, plan[start:i+1])
@@ -117,21 +120,31 @@ func splitParts(plan []tableformat.SegmentMeta, n int) [][]tableformat.SegmentMe
 	return append(groups, plan[start:])
 }
 
-// flightInfo plans req and describes its endpoints.
-func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor, req *ScanRequest) (*flight.FlightInfo, error) {
+// plan resolves req and plans its scan: the snapshot, the segments to
+// read and the schema of the result. Every option is validated here.
+func (s *Service) plan(ctx context.Context, req *ScanRequest) (*tableformat.State, []tableformat.SegmentMeta, *arrow.Schema, error) {
 	_, st, err := s.resolve(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	opts, err := s.scanOptions(req, st)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	plan, err := st.PlanScan(opts)
 	if err != nil {
-		return nil, Status(err)
+		return nil, nil, nil, Status(err)
 	}
-	schema, err := outputSchema(st, req.Columns)
+	schema, err := outputSchema(st, opts.Columns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return st, plan, schema, nil
+}
+
+// flightInfo plans req and describes its endpoints.
+func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor, req *ScanRequest) (*flight.FlightInfo, error) {
+	st, plan, schema, err := s.plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -171,17 +184,14 @@ func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescript
 	return s.flightInfo(ctx, desc, req)
 }
 
-// GetSchema returns the schema a scan of the descriptor would return.
+// GetSchema returns the schema a scan of the descriptor would return. The
+// request is checked as GetFlightInfo checks it.
 func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	req, err := requestOf(desc)
 	if err != nil {
 		return nil, err
 	}
-	_, st, err := s.resolve(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	schema, err := outputSchema(st, req.Columns)
+	_, _, schema, err := s.plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}

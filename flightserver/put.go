@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -28,8 +29,10 @@ type PutResult struct {
 // DoPut appends the whole stream to the table of the descriptor as one
 // segment and one commit. A PATH descriptor names an existing table; a CMD
 // descriptor {"table", "create": {…}} creates it first when it does not
-// exist. Nothing is committed unless the whole stream arrives and passes
-// every check; a stream that breaks off leaves nothing behind.
+// exist, with the stream's schema, so that a schema that does not fit the
+// index is refused before anything is written. Nothing is committed unless
+// the whole stream arrives and passes every check; a stream that breaks off
+// leaves no file behind (a table the command created stays, empty).
 func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
@@ -40,7 +43,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		return invalid("DoPut: the stream must start with a descriptor and a schema: %v", err)
 	}
 	defer rdr.Release()
-	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor())
+	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor(), rdr.Schema())
 	if err != nil {
 		return err
 	}
@@ -52,12 +55,16 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		s.log.Debug("DoPut refused", "table", tb.FS(), "error", err)
 		return Status(err)
 	}
-	meta, _ := json.Marshal(PutResult{Version: res.Version, Rows: res.Segment.RowCount, Segment: res.Segment.Path})
+	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Segment.RowCount, Segment: res.Segment.Path})
+	if err != nil {
+		return Status(err)
+	}
 	return stream.Send(&flight.PutResult{AppMetadata: meta})
 }
 
-// putTarget opens (or creates) the table a DoPut descriptor names.
-func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor) (*tableformat.Table, error) {
+// putTarget opens (or creates) the table a DoPut descriptor names; schema
+// is the stream's.
+func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema) (*tableformat.Table, error) {
 	if desc == nil {
 		return nil, invalid("DoPut: the first message must carry a flight descriptor naming the table")
 	}
@@ -76,14 +83,25 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor) 
 		if err := ValidateTableName(cmd.Table); err != nil {
 			return nil, err
 		}
-		tb, err := s.Table(ctx, cmd.Table)
-		if err == nil || cmd.Create == nil || !isNotFound(err) {
-			return tb, err
+		if cmd.Create == nil {
+			return s.Table(ctx, cmd.Table)
+		}
+		// Check the create options even when the table exists, so that a
+		// bad command fails the same way every time.
+		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
+			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", quoteName(cmd.Create.Table), quoteName(cmd.Table))
 		}
 		cmd.Create.Table = cmd.Table
 		co, err := cmd.Create.options()
 		if err != nil {
 			return nil, err
+		}
+		tb, err := s.Table(ctx, cmd.Table)
+		if err == nil || !isNotFound(err) {
+			return tb, err
+		}
+		if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
+			return nil, Status(err)
 		}
 		tb, err = s.catalog.create(ctx, cmd.Table, co)
 		if isAlreadyExists(err) { // created concurrently: use it

@@ -3,6 +3,7 @@ package flightserver
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,21 +75,18 @@ func parseIndexValue(field string, raw json.RawMessage, ix *tableformat.IndexSpe
 	}
 }
 
-// parseEntityValue reads the value of entity column col.
-func parseEntityValue(col string, raw json.RawMessage, st *tableformat.State) (tableformat.EntityValue, error) {
+// parseEntityValue reads the value of entity column col; field names the
+// request field ("entities" or "entity") in error messages.
+func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.State) (tableformat.EntityValue, error) {
 	ix := st.Index()
-	isEntity := false
-	for _, c := range ix.EntityColumns {
-		isEntity = isEntity || c == col
-	}
-	if !isEntity {
+	if !slices.Contains(ix.EntityColumns, col) {
 		if len(ix.EntityColumns) == 0 {
-			return tableformat.EntityValue{}, invalid("entities: the table has no entity columns (got %q)", col)
+			return tableformat.EntityValue{}, invalid("%s: the table has no entity columns (got %q)", field, col)
 		}
-		return tableformat.EntityValue{}, invalid("entities: %q is not an entity column (entity columns: %s)", col, strings.Join(ix.EntityColumns, ", "))
+		return tableformat.EntityValue{}, invalid("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
 	}
 	if st.Schema() == nil {
-		return tableformat.EntityValue{}, invalid("entities: the table has no data yet")
+		return tableformat.EntityValue{}, invalid("%s: the table has no data yet", field)
 	}
 	f, _ := st.Schema().Column(col)
 	raw = bytes.TrimSpace(raw)
@@ -96,7 +94,7 @@ func parseEntityValue(col string, raw json.RawMessage, st *tableformat.State) (t
 	quoted := len(raw) > 0 && raw[0] == '"'
 	if quoted {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return tableformat.EntityValue{}, invalid("entities.%s: %v", col, err)
+			return tableformat.EntityValue{}, invalid("%s.%s: %v", field, col, err)
 		}
 	} else {
 		s = string(raw)
@@ -104,25 +102,25 @@ func parseEntityValue(col string, raw json.RawMessage, st *tableformat.State) (t
 	switch f.Type.Kind {
 	case tableformat.TypeUtf8:
 		if !quoted {
-			return tableformat.EntityValue{}, invalid("entities.%s: expected a string, got %s", col, raw)
+			return tableformat.EntityValue{}, invalid("%s.%s: expected a string, got %s", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityUtf8, Str: s}, nil
 	case tableformat.TypeInt32:
 		v, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("entities.%s: %s is not a 32-bit integer", col, raw)
+			return tableformat.EntityValue{}, invalid("%s.%s: %s is not a 32-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityInt32, Int: v}, nil
 	case tableformat.TypeInt64:
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("entities.%s: %s is not a 64-bit integer", col, raw)
+			return tableformat.EntityValue{}, invalid("%s.%s: %s is not a 64-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityInt64, Int: v}, nil
 	default:
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("entities.%s: %s is not an unsigned 64-bit integer", col, raw)
+			return tableformat.EntityValue{}, invalid("%s.%s: %s is not an unsigned 64-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityUInt64, Uint: v}, nil
 	}
@@ -130,7 +128,7 @@ func parseEntityValue(col string, raw json.RawMessage, st *tableformat.State) (t
 
 // scanOptions turns a request into scan options for st.
 func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
-	opts := tableformat.ScanOptions{Columns: req.Columns, BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc}
+	opts := tableformat.ScanOptions{Columns: columnsOf(req), BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc}
 	ix := st.Index()
 	if len(req.Start) > 0 {
 		v, err := parseIndexValue("start", req.Start, ix)
@@ -149,7 +147,7 @@ func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tablefor
 	if len(req.Entities) > 0 {
 		opts.Entities = map[string]tableformat.EntityValue{}
 		for col, raw := range req.Entities {
-			v, err := parseEntityValue(col, raw, st)
+			v, err := parseEntityValue("entities", col, raw, st)
 			if err != nil {
 				return opts, err
 			}
@@ -159,20 +157,34 @@ func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tablefor
 	return opts, nil
 }
 
+// columnsOf returns the requested output columns: nil (every column) when
+// the request lists none, so that "columns": [] and an absent field agree.
+func columnsOf(req *ScanRequest) []string {
+	if len(req.Columns) == 0 {
+		return nil
+	}
+	return req.Columns
+}
+
 // identityOf reads a complete identity {column: value} in entity-column
 // order.
 func identityOf(field string, m map[string]json.RawMessage, st *tableformat.State) (tableformat.Identity, error) {
 	ix := st.Index()
-	if len(m) != len(ix.EntityColumns) {
-		return nil, invalid("%s: give a value for each entity column (%s)", field, strings.Join(ix.EntityColumns, ", "))
+	if len(ix.EntityColumns) == 0 {
+		return nil, invalid("%s: the table has no entity columns; leave %s out", field, field)
+	}
+	for col := range m {
+		if !slices.Contains(ix.EntityColumns, col) {
+			return nil, invalid("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
+		}
 	}
 	id := make(tableformat.Identity, len(ix.EntityColumns))
 	for i, col := range ix.EntityColumns {
 		raw, ok := m[col]
 		if !ok {
-			return nil, invalid("%s: missing entity column %q", field, col)
+			return nil, invalid("%s: missing a value for entity column %q (give one for each of %s)", field, col, strings.Join(ix.EntityColumns, ", "))
 		}
-		v, err := parseEntityValue(col, raw, st)
+		v, err := parseEntityValue(field, col, raw, st)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +220,8 @@ func parseGranularity(raw json.RawMessage, typ tableformat.IndexType) (tableform
 		}
 		g, err := tableformat.ParseTimeGranularity(s)
 		if err != nil {
-			return k, invalid("granularity: %v", strings.TrimPrefix(err.Error(), "invalid input: "))
+			// The table package's message names the granularity already.
+			return k, invalid("%s", strings.TrimPrefix(err.Error(), tableformat.ErrInvalidInput.Error()+": "))
 		}
 		k.Time = g
 		return k, nil
@@ -220,6 +233,3 @@ func parseGranularity(raw json.RawMessage, typ tableformat.IndexType) (tableform
 	k.Width = w
 	return k, nil
 }
-
-
-

@@ -26,7 +26,8 @@ type Options struct {
 	// ScanAlloc, when set, allocates scan output (tests use a checked
 	// allocator); nil keeps the table package's pool.
 	ScanAlloc memory.Allocator
-	// BatchRows is the target number of rows per DoGet batch (0 = 65536).
+	// BatchRows is the least number of rows per DoGet batch but a stream's
+	// last; batches hold fewer than twice as many (0 = 65536).
 	BatchRows int
 	// MaxEndpoints caps the endpoints one FlightInfo splits a scan into
 	// (0 = 2 × GOMAXPROCS).

@@ -1,0 +1,379 @@
+package flightserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// testServer is a real Flight server on a loopback port over a temporary
+// root, and a client connected to it. Both sides allocate from checked
+// allocators; the cleanup shuts everything down and asserts that every
+// byte was freed.
+type testServer struct {
+	t      *testing.T
+	root   string
+	svc    *Service
+	srv    flight.Server
+	client flight.Client
+	srvMem *memory.CheckedAllocator
+	cliMem *memory.CheckedAllocator
+}
+
+func startServer(t *testing.T, tweak func(*Options)) *testServer {
+	t.Helper()
+	ts := &testServer{
+		t:      t,
+		root:   t.TempDir(),
+		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+	}
+	opts := DefaultOptions(ts.root)
+	opts.Alloc = ts.srvMem
+	opts.ScanAlloc = ts.srvMem
+	if tweak != nil {
+		tweak(opts)
+	}
+	svc, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ts.svc = svc
+	ts.srv = flight.NewServerWithMiddleware(nil)
+	ts.srv.RegisterFlightService(svc)
+	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.Serve() }()
+	ts.client, err = flight.NewClientWithMiddleware(ts.srv.Addr().String(), nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(func() {
+		ts.client.Close()
+		ts.srv.Shutdown()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		ts.cliMem.AssertSize(t, 0)
+		ts.srvMem.AssertSize(t, 0)
+	})
+	return ts
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ---- actions ----
+
+func (ts *testServer) action(ctx context.Context, name string, body any) ([]byte, error) {
+	var raw []byte
+	switch b := body.(type) {
+	case []byte:
+		raw = b
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			ts.t.Fatal(err)
+		}
+	}
+	stream, err := ts.client.DoAction(ctx, &flight.Action{Type: name, Body: raw})
+	if err != nil {
+		return nil, err
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stream.Recv(); err != io.EOF {
+		return nil, fmt.Errorf("expected one result, then EOF; got %v", err)
+	}
+	return res.Body, nil
+}
+
+// mustAction runs an action and decodes its result into a generic value.
+func (ts *testServer) mustAction(ctx context.Context, name string, body any) map[string]any {
+	ts.t.Helper()
+	res, err := ts.action(ctx, name, body)
+	if err != nil {
+		ts.t.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res, &out); err != nil {
+		ts.t.Fatalf("%s result %s: %v", name, res, err)
+	}
+	return out
+}
+
+func (ts *testServer) createTSBS(ctx context.Context, name string) {
+	ts.t.Helper()
+	got := ts.mustAction(ctx, ActionCreateTable, map[string]any{
+		"table": name, "index_column": "ts", "index_type": "timestamp",
+		"granularity": "10s", "entity_columns": []string{"hostname"},
+	})
+	if got["table"] != name || got["version"] != float64(1) {
+		ts.t.Fatalf("create-table result %v, want table %s version 1", got, name)
+	}
+}
+
+// ---- descriptors ----
+
+func pathDesc(name string) *flight.FlightDescriptor {
+	return &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{name}}
+}
+
+func cmdDesc(t *testing.T, body any) *flight.FlightDescriptor {
+	var raw []byte
+	switch b := body.(type) {
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: raw}
+}
+
+// ---- DoPut ----
+
+// put streams batches (released by the caller) under desc and returns the
+// decoded PutResults.
+func (ts *testServer) put(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, batches ...arrow.RecordBatch) ([]PutResult, error) {
+	stream, err := ts.client.DoPut(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(ts.cliMem))
+	w.SetFlightDescriptor(desc)
+	for _, b := range batches {
+		if err := w.Write(b); err != nil {
+			break // the server ended the call; Recv says why
+		}
+	}
+	w.Close()
+	if err := stream.CloseSend(); err != nil {
+		return nil, err
+	}
+	var out []PutResult
+	for {
+		r, err := stream.Recv()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		var pr PutResult
+		dec := json.NewDecoder(strings.NewReader(string(r.AppMetadata)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&pr); err != nil {
+			return out, fmt.Errorf("PutResult app_metadata %q: %v", r.AppMetadata, err)
+		}
+		out = append(out, pr)
+	}
+}
+
+// mustPut puts the model's batches and checks the single PutResult.
+func (ts *testServer) mustPut(ctx context.Context, desc *flight.FlightDescriptor, rows []row, batchRows int, wantVersion uint64) PutResult {
+	ts.t.Helper()
+	batches := buildBatches(ts.cliMem, rows, batchRows)
+	defer releaseAll(batches)
+	res, err := ts.put(ctx, desc, tsbsSchema, batches...)
+	if err != nil {
+		ts.t.Fatalf("DoPut: %v", err)
+	}
+	if len(res) != 1 {
+		ts.t.Fatalf("DoPut: %d PutResults, want 1", len(res))
+	}
+	pr := res[0]
+	if pr.Version != wantVersion || pr.Rows != uint64(len(rows)) {
+		ts.t.Fatalf("PutResult %+v, want version %d and %d rows", pr, wantVersion, len(rows))
+	}
+	if !strings.HasPrefix(pr.Segment, "data/_managed/append/") || !strings.HasSuffix(pr.Segment, ".parquet") {
+		ts.t.Fatalf("PutResult segment %q is not a managed parquet segment", pr.Segment)
+	}
+	tableDir := ts.root
+	if desc.Type == flight.DescriptorPATH {
+		tableDir = filepath.Join(ts.root, desc.Path[0])
+	} else {
+		var c struct {
+			Table string `json:"table"`
+		}
+		_ = json.Unmarshal(desc.Cmd, &c)
+		tableDir = filepath.Join(ts.root, c.Table)
+	}
+	if _, err := os.Stat(filepath.Join(tableDir, filepath.FromSlash(pr.Segment))); err != nil {
+		ts.t.Fatalf("PutResult segment: %v", err)
+	}
+	return pr
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
+
+// ---- DoGet ----
+
+// fetched is what DoGet returned for one ticket.
+type fetched struct {
+	schema  *arrow.Schema
+	rows    []row
+	nulls   map[string]int // null count per column
+	batches []int64        // rows per batch
+	extra   map[string][]any
+}
+
+// doGet reads a whole stream. Columns it knows (ts, hostname, usage_*) fill
+// the row model; any other column is collected into extra.
+func (ts *testServer) doGet(ctx context.Context, tkt *flight.Ticket) (*fetched, error) {
+	stream, err := ts.client.DoGet(ctx, tkt)
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	f := &fetched{schema: rdr.Schema(), nulls: map[string]int{}, extra: map[string][]any{}}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		n := int(rec.NumRows())
+		f.batches = append(f.batches, int64(n))
+		base := len(f.rows)
+		f.rows = append(f.rows, make([]row, n)...)
+		for c, fld := range rec.Schema().Fields() {
+			col := rec.Column(c)
+			f.nulls[fld.Name] += col.NullN()
+			for i := range n {
+				r := &f.rows[base+i]
+				switch fld.Name {
+				case "ts":
+					r.ts = int64(col.(*array.Timestamp).Value(i))
+				case "hostname":
+					r.host = col.(*array.String).Value(i)
+				case "usage_user":
+					r.user = col.(*array.Int64).Value(i)
+				case "usage_system":
+					r.system = col.(*array.Int64).Value(i)
+				case "usage_idle":
+					r.idle = col.(*array.Int64).Value(i)
+				default:
+					if col.IsNull(i) {
+						f.extra[fld.Name] = append(f.extra[fld.Name], nil)
+					} else {
+						f.extra[fld.Name] = append(f.extra[fld.Name], col.GetOneForMarshal(i))
+					}
+				}
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// fetchAll reads every endpoint of info in parallel and concatenates the
+// results in endpoint order.
+func (ts *testServer) fetchAll(ctx context.Context, info *flight.FlightInfo) (*fetched, error) {
+	parts := make([]*fetched, len(info.Endpoint))
+	errs := make([]error, len(info.Endpoint))
+	var wg sync.WaitGroup
+	for i, ep := range info.Endpoint {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i], errs[i] = ts.doGet(ctx, ep.Ticket)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := &fetched{nulls: map[string]int{}, extra: map[string][]any{}}
+	for _, p := range parts {
+		if all.schema == nil {
+			all.schema = p.schema
+		} else if !all.schema.Equal(p.schema) {
+			return nil, fmt.Errorf("endpoints disagree on the schema: %s vs %s", all.schema, p.schema)
+		}
+		all.rows = append(all.rows, p.rows...)
+		all.batches = append(all.batches, p.batches...)
+		for k, v := range p.nulls {
+			all.nulls[k] += v
+		}
+		for k, v := range p.extra {
+			all.extra[k] = append(all.extra[k], v...)
+		}
+	}
+	return all, nil
+}
+
+func (ts *testServer) info(ctx context.Context, desc *flight.FlightDescriptor) *flight.FlightInfo {
+	ts.t.Helper()
+	info, err := ts.client.GetFlightInfo(ctx, desc)
+	if err != nil {
+		ts.t.Fatalf("GetFlightInfo: %v", err)
+	}
+	return info
+}
+
+func (ts *testServer) schemaOf(b []byte) *arrow.Schema {
+	ts.t.Helper()
+	s, err := flight.DeserializeSchema(b, ts.cliMem)
+	if err != nil {
+		ts.t.Fatalf("schema: %v", err)
+	}
+	return s
+}
+
+// ---- errors ----
+
+// wantCode checks the gRPC code of err and that its message contains
+// every fragment.
+func wantCode(t *testing.T, what string, err error, code codes.Code, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want %v", what, code)
+	}
+	st, _ := status.FromError(err)
+	if st.Code() != code {
+		t.Fatalf("%s: code %v (%s), want %v", what, st.Code(), st.Message(), code)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(st.Message(), f) {
+			t.Fatalf("%s: message %q does not mention %q", what, st.Message(), f)
+		}
+	}
+}
