@@ -128,7 +128,7 @@ func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.St
 
 // scanOptions turns a request into scan options for st.
 func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
-	opts := tableformat.ScanOptions{Columns: columnsOf(req), BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc}
+	opts := tableformat.ScanOptions{Columns: columnsOf(req), BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc, Slots: s.slots}
 	ix := st.Index()
 	if len(req.Start) > 0 {
 		v, err := parseIndexValue("start", req.Start, ix)

@@ -35,6 +35,10 @@ type Options struct {
 	// ScanParallelism is the segments one DoGet decodes at once (0 = the
 	// table package's default).
 	ScanParallelism int
+	// ScanSlots is how many segments all DoGets together decode at once
+	// (0 = GOMAXPROCS): parallel streams share the CPU instead of each
+	// bringing its own workers, which bounds the server's memory.
+	ScanSlots int
 	// AppendRetries bounds how often an append rebases after losing a
 	// commit race (0 = 64).
 	AppendRetries int
@@ -54,6 +58,7 @@ type Service struct {
 	log     hclog.Logger
 	alloc   memory.Allocator
 	catalog *catalog
+	slots   chan struct{}
 }
 
 // New returns the service for opts.Root, creating the directory if needed.
@@ -89,7 +94,10 @@ func New(opts *Options) (*Service, error) {
 		o.Table = tableformat.DefaultOptions()
 		o.Table.Logger = o.Logger.Named("table")
 	}
-	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc}
+	if o.ScanSlots <= 0 {
+		o.ScanSlots = runtime.GOMAXPROCS(0)
+	}
+	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots)}
 	s.catalog = newCatalog(root, o.Table)
 	return s, nil
 }

@@ -43,6 +43,12 @@ type ScanOptions struct {
 	// paths (for example one endpoint's share of a planned scan); a path
 	// that the plan does not select is ErrInvalidInput.
 	Segments []string
+	// Slots, when not nil, is a semaphore shared by concurrent scans: a
+	// worker holds one slot (a value sent into the channel) while it
+	// decodes a segment. A server gives all its scans one channel with
+	// capacity ≈ GOMAXPROCS, so that parallel streams share the CPU
+	// instead of multiplying the memory in flight.
+	Slots chan struct{}
 	// Alloc allocates every Arrow buffer the scan returns. nil means a
 	// package-wide pool of recycled Go memory (zeroed like the Go
 	// allocator's), which keeps a long scan's heap, and so its RSS, near
@@ -226,7 +232,18 @@ func (r *scanRun) worker() {
 			if i >= len(r.plan.segments) {
 				break
 			}
-			if err := r.readSegment(&r.plan.segments[i], acc); err != nil {
+			if slots := r.plan.slots; slots != nil {
+				select {
+				case slots <- struct{}{}:
+				case <-r.ctx.Done():
+					return r.ctx.Err()
+				}
+			}
+			err := r.readSegment(&r.plan.segments[i], acc)
+			if slots := r.plan.slots; slots != nil {
+				<-slots
+			}
+			if err != nil {
 				return err
 			}
 		}

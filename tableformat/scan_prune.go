@@ -28,6 +28,8 @@ const (
 // scanPlan is a validated scan: what to read, how to filter it and what to
 // return.
 type scanPlan struct {
+	// slots is the shared decode semaphore of ScanOptions.Slots.
+	slots chan struct{}
 	// segments are the segments to read, in PlanScan order.
 	segments []SegmentMeta
 	// canonical is the Arrow schema of the whole logical schema (nil when
@@ -111,7 +113,7 @@ func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
 		return nil, invalidf("scan: no table state")
 	}
 	ix := s.Meta.Index
-	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc}
+	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc, slots: opts.Slots}
 	if p.batchRows < 0 {
 		return nil, invalidf("scan: batch_rows %d is negative", opts.BatchRows)
 	}

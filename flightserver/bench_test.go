@@ -1,0 +1,426 @@
+package flightserver
+
+// Flight benchmarks. The server runs in a child process (this test binary
+// re-executed), so client work and server work are separate processes, as
+// clients are in production, and the server's peak RSS can be read from
+// /proc. Run:
+//
+//	go test -run '^$' -bench 'Flight' -benchtime 5x ./flightserver/
+//
+// TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
+// (default 2,000,000; 20,000,000 for the RSS target).
+// TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server;
+// TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
+// each new peak of its in-use heap.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// TestMain lets the benchmarks re-execute this binary as a server.
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv("TSFLIGHT_BENCH_MODE"); mode {
+	case "tsflight", "memory":
+		benchServe(mode, os.Getenv("TSFLIGHT_BENCH_ROOT"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// benchServe runs a server until SIGTERM: the tsflight service over root,
+// or an in-memory Flight server that streams the same table's batches,
+// pre-loaded, as the transport ceiling.
+func benchServe(mode, root string) {
+	opts := DefaultOptions(root)
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_ENDPOINTS")); err == nil {
+		opts.MaxEndpoints = v
+	}
+	svc, err := New(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv := flight.NewServerWithMiddleware(nil, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	if mode == "tsflight" {
+		srv.RegisterFlightService(svc)
+	} else {
+		mem, err := loadInMemory(svc, "cpu")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		srv.RegisterFlightService(mem)
+	}
+	if err := srv.Init("127.0.0.1:0"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("ADDR %s\n", srv.Addr())
+	if prof := os.Getenv("TSFLIGHT_BENCH_HEAPPROF"); prof != "" {
+		go func() {
+			var peak uint64
+			for range time.Tick(50 * time.Millisecond) {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak+8<<20 {
+					peak = ms.HeapInuse
+					if f, err := os.Create(prof); err == nil {
+						pprof.WriteHeapProfile(f)
+						f.Close()
+					}
+				}
+			}
+		}()
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	go func() { <-sig; srv.Shutdown() }()
+	_ = srv.Serve()
+}
+
+// memoryServer streams pre-loaded batches for any ticket.
+type memoryServer struct {
+	flight.BaseFlightServer
+	schema  *arrow.Schema
+	batches []arrow.RecordBatch
+}
+
+func loadInMemory(svc *Service, table string) (*memoryServer, error) {
+	ctx := context.Background()
+	tb, err := svc.Table(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := tb.Scan(ctx, nil, tableformat.ScanOptions{BatchRows: svc.opts.BatchRows, Alloc: memory.DefaultAllocator})
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	m := &memoryServer{schema: rdr.Schema()}
+	b := &batcher{mem: memory.DefaultAllocator, min: int64(svc.opts.BatchRows)}
+	for rdr.Next() {
+		rec, err := b.add(rdr.RecordBatch())
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			m.batches = append(m.batches, rec)
+		}
+	}
+	if rec, err := b.flush(); err != nil {
+		return nil, err
+	} else if rec != nil {
+		m.batches = append(m.batches, rec)
+	}
+	return m, rdr.Err()
+}
+
+// memoryParts is how many endpoints the in-memory server offers, like
+// tsflight's default on this machine (2 × GOMAXPROCS).
+func memoryParts() int { return 2 * runtime.GOMAXPROCS(0) }
+
+func (m *memoryServer) GetFlightInfo(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	info := &flight.FlightInfo{Schema: flight.SerializeSchema(m.schema, memory.DefaultAllocator), FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1}
+	for i := range memoryParts() {
+		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: []byte(strconv.Itoa(i))}})
+	}
+	return info, nil
+}
+
+// DoGet streams every memoryParts()-th batch, starting at the ticket's.
+func (m *memoryServer) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	part, err := strconv.Atoi(string(tkt.GetTicket()))
+	if err != nil {
+		return err
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(m.schema))
+	defer w.Close()
+	for i := part; i < len(m.batches); i += memoryParts() {
+		if err := w.Write(m.batches[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchServer is a running server child process.
+type benchServer struct {
+	cmd    *exec.Cmd
+	client flight.Client
+}
+
+func startBenchServer(b *testing.B, mode, root string) *benchServer {
+	b.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "TSFLIGHT_BENCH_MODE="+mode, "TSFLIGHT_BENCH_ROOT="+root)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ADDR ") {
+		cmd.Process.Kill()
+		b.Fatalf("server did not start: %q %v", line, err)
+	}
+	client, err := flight.NewClientWithMiddleware(strings.TrimSpace(strings.TrimPrefix(line, "ADDR ")), nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &benchServer{cmd: cmd, client: client}
+	b.Cleanup(s.stop)
+	return s
+}
+
+// peakRSS is the child's peak resident set size in MiB (VmHWM).
+func (s *benchServer) peakRSS() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			kb, _ := strconv.Atoi(strings.Fields(l)[1])
+			return float64(kb) / 1024
+		}
+	}
+	return -1
+}
+
+func (s *benchServer) stop() {
+	s.client.Close()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+	}
+}
+
+// tsbsRows generates hosts × steps TSBS cpu-only rows from step first.
+func tsbsRows(mem memory.Allocator, hosts, first, steps, batchRows int) []arrow.RecordBatch {
+	fields := []arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}, {Name: "hostname", Type: arrow.BinaryTypes.String}}
+	tags := []string{"region", "datacenter", "rack", "os", "arch", "team", "service", "service_version", "service_environment"}
+	for _, t := range tags {
+		fields = append(fields, arrow.Field{Name: t, Type: arrow.BinaryTypes.String})
+	}
+	for _, f := range []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"} {
+		fields = append(fields, arrow.Field{Name: f, Type: arrow.PrimitiveTypes.Int64})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	rng := rand.New(rand.NewPCG(7, uint64(first)))
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	var out []arrow.RecordBatch
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	n := 0
+	for s := first; s < first+steps; s++ {
+		for h := 0; h < hosts; h++ {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base + int64(s)*10e9))
+			b.Field(1).(*array.StringBuilder).Append("host_" + strconv.Itoa(h))
+			for i := range tags {
+				b.Field(2 + i).(*array.StringBuilder).Append(strconv.Itoa((h*7 + i) % 9))
+			}
+			for i := 0; i < 10; i++ {
+				b.Field(11 + i).(*array.Int64Builder).Append(rng.Int64N(101))
+			}
+			if n++; n == batchRows {
+				out = append(out, b.NewRecordBatch())
+				n = 0
+			}
+		}
+	}
+	if n > 0 {
+		out = append(out, b.NewRecordBatch())
+	}
+	return out
+}
+
+// putStream sends batches as one DoPut to table cpu (created on demand).
+func putStream(ctx context.Context, client flight.Client, batches []arrow.RecordBatch) error {
+	stream, err := client.DoPut(ctx)
+	if err != nil {
+		return err
+	}
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"table":"cpu","create":{"index_column":"time","index_type":"timestamp","granularity":"10s","entity_columns":["hostname"]}}`)}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(batches[0].Schema()))
+	w.SetFlightDescriptor(desc)
+	for _, rec := range batches {
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if err.Error() == "EOF" || strings.HasSuffix(err.Error(), "EOF") {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+const benchHosts, benchStepsPerPut = 1000, 200 // 200,000 rows per DoPut
+
+// BenchmarkFlightDoPut: one op is one DoPut of 200,000 TSBS cpu-only rows
+// (64K-row batches) to a server in another process; commits are durable.
+func BenchmarkFlightDoPut(b *testing.B) {
+	srv := startBenchServer(b, "tsflight", b.TempDir())
+	mem := memory.DefaultAllocator
+	puts := make([][]arrow.RecordBatch, b.N)
+	for i := range b.N {
+		puts[i] = tsbsRows(mem, benchHosts, i*benchStepsPerPut, benchStepsPerPut, 1<<16)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := putStream(ctx, srv.client, puts[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*benchHosts*benchStepsPerPut)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(srv.peakRSS(), "server-peak-MiB")
+	for _, p := range puts {
+		releaseAll(p)
+	}
+}
+
+// benchTable builds (once per root) a table of TSFLIGHT_BENCH_ROWS rows.
+func benchTable(b *testing.B) string {
+	rows := 2_000_000
+	if v := os.Getenv("TSFLIGHT_BENCH_ROWS"); v != "" {
+		rows, _ = strconv.Atoi(v)
+	}
+	root := filepath.Join(os.TempDir(), fmt.Sprintf("tsflight-bench-%d", rows))
+	if _, err := os.Stat(filepath.Join(root, "cpu", "_timeseries_log", "CURRENT")); err == nil {
+		return root
+	}
+	os.RemoveAll(root)
+	srv := startBenchServer(b, "tsflight", root)
+	steps := rows / benchHosts
+	for first := 0; first < steps; first += benchStepsPerPut {
+		batches := tsbsRows(memory.DefaultAllocator, benchHosts, first, min(benchStepsPerPut, steps-first), 1<<16)
+		if err := putStream(context.Background(), srv.client, batches); err != nil {
+			b.Fatal(err)
+		}
+		releaseAll(batches)
+	}
+	srv.stop()
+	return root
+}
+
+// fetchAll reads every endpoint of the whole table in parallel and returns
+// rows and IPC body bytes received.
+func fetchAll(ctx context.Context, client flight.Client) (int64, int64, error) {
+	info, err := client.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"cpu"}})
+	if err != nil {
+		return 0, 0, err
+	}
+	type res struct {
+		rows, bytes int64
+		err         error
+	}
+	ch := make(chan res, len(info.Endpoint))
+	for _, ep := range info.Endpoint {
+		go func() {
+			var r res
+			stream, err := client.DoGet(ctx, ep.Ticket)
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			rdr, err := flight.NewRecordReader(stream)
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			defer rdr.Release()
+			for rdr.Next() {
+				rec := rdr.RecordBatch()
+				r.rows += rec.NumRows()
+				for _, col := range rec.Columns() {
+					for _, buf := range col.Data().Buffers() {
+						if buf != nil {
+							r.bytes += int64(buf.Len())
+						}
+					}
+				}
+			}
+			r.err = rdr.Err()
+			ch <- r
+		}()
+	}
+	var rows, bytes int64
+	for range info.Endpoint {
+		r := <-ch
+		if r.err != nil {
+			err = r.err
+		}
+		rows += r.rows
+		bytes += r.bytes
+	}
+	return rows, bytes, err
+}
+
+func benchDoGet(b *testing.B, mode string) {
+	root := benchTable(b)
+	srv := startBenchServer(b, mode, root)
+	ctx := context.Background()
+	var rows, bytes int64
+	b.ResetTimer()
+	for range b.N {
+		r, n, err := fetchAll(ctx, srv.client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += r
+		bytes += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(bytes)/1e6/b.Elapsed().Seconds(), "MB/s")
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(srv.peakRSS(), "server-peak-MiB")
+}
+
+// BenchmarkFlightDoGet streams the whole table from tsflight (Parquet →
+// Arrow → Flight); BenchmarkFlightDoGetInMemory streams the same batches
+// from memory, the transport ceiling. Compare their MB/s.
+func BenchmarkFlightDoGet(b *testing.B)         { benchDoGet(b, "tsflight") }
+func BenchmarkFlightDoGetInMemory(b *testing.B) { benchDoGet(b, "memory") }
