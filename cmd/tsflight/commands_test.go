@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBadUsageExits2(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{nil, nil, "Usage:"},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, nil, `unknown command "frobnicate"`},
+		{[]string{"serve"}, nil, "--root is required (or set TSFLIGHT_ROOT)"},
+		{[]string{"serve", "--root", root, "--nope"}, nil, "flag provided but not defined: --nope"},
+		{[]string{"serve", "--root", root, "--log-level", "loud"}, nil, `invalid value "loud" for flag --log-level: must be one of trace|debug|info|warn|error`},
+		{[]string{"serve", "--root", root, "--log-format", "xml"}, nil, "--log-format: must be one of text|json"},
+		{[]string{"serve", "--root", root, "--max-recv-msg-size", "lots"}, nil, `"lots" is not a size`},
+		{[]string{"serve", "--root", root, "--max-send-msg-size", "0"}, nil, "--max-send-msg-size must be between 1 and"},
+		{[]string{"serve", "--root", root, "--max-recv-msg-size", "4GiB"}, nil, "--max-recv-msg-size must be between 1 and"},
+		{[]string{"serve", "--root", root, "--shutdown-timeout", "-1s"}, nil, "--shutdown-timeout must not be negative"},
+		{[]string{"serve", "--root", root, "--shutdown-timeout", "soon"}, nil, "--shutdown-timeout"},
+		{[]string{"serve", "--root", root, "extra"}, nil, `unexpected argument "extra"`},
+		{[]string{"serve", "--root"}, nil, "flag needs an argument: --root"},
+		{[]string{"serve"}, []string{"TSFLIGHT_ROOT="}, "--root is required"},
+		{[]string{"version", "extra"}, nil, `unexpected argument "extra"`},
+	} {
+		stdout, stderr, code := runCLI(t, tc.env, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("tsflight %q: exit %d, stdout %q, stderr %q; want exit 2 and %q on stderr", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		stdout, _, code := runCLI(t, nil, args...)
+		if code != 0 || !strings.Contains(stdout, "serve ") || !strings.Contains(stdout, "version ") || !strings.Contains(stdout, "Example:") {
+			t.Errorf("tsflight %q: exit %d, stdout %q", args, code, stdout)
+		}
+	}
+	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}} {
+		stdout, _, code := runCLI(t, nil, args...)
+		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s"} {
+			if code != 0 || !strings.Contains(stdout, want) {
+				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
+			}
+		}
+	}
+	stdout, _, code := runCLI(t, nil, "version", "--help")
+	if code != 0 || !strings.Contains(stdout, "Example:") {
+		t.Errorf("tsflight version --help: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		stdout, stderr, code := runCLI(t, nil, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "tsflight ") || !strings.Contains(stdout, "go1.") || stderr != "" {
+			t.Errorf("tsflight %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}

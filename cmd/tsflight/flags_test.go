@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "67108864": 64 << 20, "64MiB": 64 << 20, "64mib": 64 << 20, "64M": 64 << 20,
+		"512KiB": 512 << 10, "1k": 1 << 10, "2GiB": 2 << 30, "1g": 1 << 30, "5MB": 5_000_000,
+		"3kb": 3000, "7B": 7, " 8 MiB ": 8 << 20,
+	} {
+		got, err := parseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5MiB", "64XB", "lots", "99999999999GiB"} {
+		if got, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+	for n, want := range map[int64]string{64 << 20: "64MiB", 1 << 30: "1GiB", 1536: "1536", 3 << 10: "3KiB", 7: "7"} {
+		if got := formatByteSize(n); got != want {
+			t.Errorf("formatByteSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func testEnv(vars map[string]string) *env {
+	return &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return vars[k] }}
+}
+
+func TestServeFlagPrecedence(t *testing.T) {
+	// defaults
+	cfg, err := parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/env/root"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.root != "/env/root" || cfg.listen != defaultListen || cfg.logLevel.value != "info" || cfg.logFormat.value != "text" ||
+		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	// flags over the environment over defaults
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/env/root", "TSFLIGHT_LISTEN": "0.0.0.0:9000"}),
+		[]string{"--root", "/flag/root", "--log-level=trace", "-log-format", "json", "--max-recv-msg-size", "128MiB", "--shutdown-timeout", "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.root != "/flag/root" || cfg.listen != "0.0.0.0:9000" || cfg.logLevel.value != "trace" || cfg.logFormat.value != "json" ||
+		cfg.maxRecv != 128<<20 || cfg.shutdownTimeout != 5*time.Second {
+		t.Fatalf("flags and env: %+v", cfg)
+	}
+	// help
+	if _, err := parseServeFlags(testEnv(nil), []string{"--help"}); !errors.Is(err, errHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+}

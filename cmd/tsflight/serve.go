@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/grpclog"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
+)
+
+const (
+	defaultListen   = "127.0.0.1:8815"
+	defaultMsgSize  = 64 << 20
+	defaultShutdown = 30 * time.Second
+	// headerAllowance is added to the message size flags: they bound a
+	// record batch's body, and the gRPC message also carries its IPC header
+	// and the FlightData framing.
+	headerAllowance = 1 << 20
+	// maxMsgSize keeps limit+allowance within gRPC's int32 message sizes.
+	maxMsgSize = 1<<31 - 1 - headerAllowance
+	// hardStopWait bounds the wait for cancelled calls after a hard stop.
+	hardStopWait = 10 * time.Second
+)
+
+var serveCmd = &command{
+	Name:    "serve",
+	Group:   "server",
+	Summary: "serve the tables under a root directory over Arrow Flight",
+	Usage:   "tsflight serve --root DIR [--listen HOST:PORT] [flags]",
+	Help: `Serves every table under --root (one table per subdirectory, created on
+demand) over Arrow Flight: DoPut appends, GetFlightInfo/DoGet scan time
+ranges, DoAction creates tables, describes them, reports coverage and gaps
+and adds columns. The contract is in docs/flight.md.
+
+When the port is bound it logs "tsflight listening on HOST:PORT" with the
+real address, so --listen 127.0.0.1:0 picks a free port.
+
+SIGINT or SIGTERM stops accepting calls and lets the calls in flight finish.
+After --shutdown-timeout (or on a second signal) the remaining calls are
+cancelled: an interrupted DoPut commits nothing. The exit code is 0 after a
+clean shutdown and 1 when calls had to be cancelled.
+
+--max-recv-msg-size bounds the largest record batch a client may send
+(the body; 1 MiB is added for headers), --max-send-msg-size the largest one
+the server sends. Clients must allow messages of that size too.
+
+Example:
+  tsflight serve --root ./data --listen 127.0.0.1:8815
+  TSFLIGHT_ROOT=/var/lib/tsflight tsflight serve --log-format json`,
+}
+
+func init() {
+	serveCmd.Run = runServe // set here: runServe refers to serveCmd
+	register(serveCmd)
+}
+
+type serveConfig struct {
+	root            string
+	listen          string
+	logLevel        *choice
+	logFormat       *choice
+	maxRecv         byteSize
+	maxSend         byteSize
+	shutdownTimeout time.Duration
+}
+
+func parseServeFlags(e *env, args []string) (*serveConfig, error) {
+	cfg := &serveConfig{
+		logLevel:  newChoice("info", logLevels...),
+		logFormat: newChoice("text", "text", "json"),
+		maxRecv:   defaultMsgSize,
+		maxSend:   defaultMsgSize,
+	}
+	fs := newFlagSet(serveCmd)
+	fs.StringVar(&cfg.root, "root", "", "`directory` holding the tables (created if missing; required)")
+	fs.StringVar(&cfg.listen, "listen", defaultListen, "`address` to listen on; port 0 picks a free port")
+	fs.Var(cfg.logLevel, "log-level", "log `level`: trace, debug, info, warn or error")
+	fs.Var(cfg.logFormat, "log-format", "log `format`: text or json (one object per line)")
+	fs.Var(&cfg.maxRecv, "max-recv-msg-size", "largest record batch a client may send (`size`: bytes, or with KiB, MiB, GiB)")
+	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch the server sends (`size`)")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
+	fs.fromEnv("root", "TSFLIGHT_ROOT")
+	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(rest) > 0:
+		return nil, usagef("unexpected argument %q (flags start with --)", rest[0])
+	case cfg.root == "":
+		return nil, usagef("--root is required (or set TSFLIGHT_ROOT)")
+	case cfg.listen == "":
+		return nil, usagef("--listen is empty")
+	case cfg.maxRecv < 1 || cfg.maxRecv > maxMsgSize:
+		return nil, usagef("--max-recv-msg-size must be between 1 and %d bytes", maxMsgSize)
+	case cfg.maxSend < 1 || cfg.maxSend > maxMsgSize:
+		return nil, usagef("--max-send-msg-size must be between 1 and %d bytes", maxMsgSize)
+	case cfg.shutdownTimeout < 0:
+		return nil, usagef("--shutdown-timeout must not be negative")
+	}
+	return cfg, nil
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	cfg, err := parseServeFlags(e, args)
+	if err != nil {
+		return err
+	}
+	log := newLogger(e.stderr, cfg.logLevel.value, cfg.logFormat.value)
+	grpclog.SetLoggerV2(grpcLogger{log.Named("grpc")})
+
+	opts := flightserver.DefaultOptions(cfg.root)
+	opts.Logger = log.Named("flight")
+	svc, err := flightserver.New(opts)
+	if err != nil {
+		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
+	}
+	lis, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	conns := &connTracker{Listener: lis, open: map[net.Conn]struct{}{}}
+	inFlight := &calls{log: log.Named("rpc")}
+	srv := flight.NewServerWithMiddleware(
+		[]flight.ServerMiddleware{inFlight.middleware()},
+		grpc.MaxRecvMsgSize(int(cfg.maxRecv)+headerAllowance),
+		grpc.MaxSendMsgSize(int(cfg.maxSend)+headerAllowance),
+	)
+	srv.RegisterFlightService(svc)
+	srv.InitListener(conns)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	log.Info("starting", "version", versionString(), "root", svc.Root(),
+		"max_recv_msg_size", cfg.maxRecv.String(), "max_send_msg_size", cfg.maxSend.String(),
+		"shutdown_timeout", cfg.shutdownTimeout.String())
+	// Scripts and tests parse this line; keep "tsflight listening on ADDR".
+	log.Info("tsflight listening on " + lis.Addr().String())
+	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
+	go func() { r.served <- srv.Serve() }()
+
+	select {
+	case err := <-r.served:
+		return fmt.Errorf("serving stopped: %w", err)
+	case sig := <-sigs:
+		return r.shutdown(sig.String(), cfg.shutdownTimeout)
+	case <-ctx.Done():
+		return r.shutdown(ctx.Err().Error(), cfg.shutdownTimeout)
+	}
+}
+
+// running is a server that is serving.
+type running struct {
+	log    hclog.Logger
+	srv    flight.Server
+	served chan error // the result of srv.Serve
+	conns  *connTracker
+	calls  *calls
+	sigs   <-chan os.Signal
+}
+
+// shutdown stops accepting calls and waits for the calls in flight; after
+// timeout, or on another signal, it closes every connection, which cancels
+// the remaining calls, and waits for their handlers to return.
+func (r *running) shutdown(why string, timeout time.Duration) error {
+	r.log.Info("shutting down: no new calls, waiting for calls in flight",
+		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
+	stopped := make(chan struct{})
+	go func() {
+		r.srv.Shutdown() // GracefulStop: returns when every handler has returned
+		close(stopped)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+		if err := <-r.served; err != nil {
+			return fmt.Errorf("serving stopped: %w", err)
+		}
+		r.log.Info("stopped")
+		return nil
+	case <-timer.C:
+		why = fmt.Sprintf("shutdown timeout of %s passed", timeout)
+	case sig := <-r.sigs:
+		why = "second signal " + sig.String()
+	}
+	n := r.calls.inFlight.Load()
+	r.log.Warn("stopping hard: cancelling calls in flight", "reason", why, "in_flight", n)
+	r.conns.closeAll()
+	select {
+	case <-stopped:
+		<-r.served
+		r.log.Info("stopped")
+	case <-time.After(hardStopWait):
+		r.log.Error("calls did not return after cancellation; exiting anyway", "in_flight", r.calls.inFlight.Load())
+	}
+	return fmt.Errorf("%s: cancelled %d call(s) in flight", why, n)
+}
+
+// connTracker is a listener that remembers its open connections so that a
+// hard stop can close them: gRPC then cancels every call on them.
+type connTracker struct {
+	net.Listener
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+	shut bool
+}
+
+func (l *connTracker) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shut {
+		c.Close()
+		return nil, errors.New("listener closed by a hard stop")
+	}
+	l.open[tc] = struct{}{}
+	return tc, nil
+}
+
+func (l *connTracker) closeAll() {
+	l.mu.Lock()
+	l.shut = true
+	open := make([]net.Conn, 0, len(l.open))
+	for c := range l.open {
+		open = append(open, c)
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	l    *connTracker
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.open, c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
