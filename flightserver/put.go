@@ -52,7 +52,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	opts.MaxRetries = s.opts.AppendRetries
 	res, err := tb.Append(ctx, readerOf(rdr), opts)
 	if err != nil {
-		s.log.Debug("DoPut refused", "table", tb.FS(), "error", err)
+		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
 		return Status(err)
 	}
 	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Segment.RowCount, Segment: res.Segment.Path})

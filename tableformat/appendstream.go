@@ -217,6 +217,9 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 		}
 	}
 	if err := rdr.Err(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return SegmentMeta{}, ctxErr // the client went away
+		}
 		return SegmentMeta{}, fmt.Errorf("%w: reading the input stream: %w", ErrInvalidInput, err)
 	}
 	if stats.rows == 0 {
