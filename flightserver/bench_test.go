@@ -11,7 +11,8 @@ package flightserver
 // (default 2,000,000; 20,000,000 for the RSS target).
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server;
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
-// each new peak of its in-use heap.
+// each new peak of its in-use heap; TSFLIGHT_BENCH_CPUPROF=FILE a CPU
+// profile of its whole life.
 
 import (
 	"bufio"
@@ -80,6 +81,12 @@ func benchServe(mode, root string) {
 		os.Exit(1)
 	}
 	fmt.Printf("ADDR %s\n", srv.Addr())
+	if prof := os.Getenv("TSFLIGHT_BENCH_CPUPROF"); prof != "" {
+		if f, err := os.Create(prof); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if prof := os.Getenv("TSFLIGHT_BENCH_HEAPPROF"); prof != "" {
 		go func() {
 			var peak uint64
@@ -100,6 +107,7 @@ func benchServe(mode, root string) {
 	signal.Notify(sig, syscall.SIGTERM)
 	go func() { <-sig; srv.Shutdown() }()
 	_ = srv.Serve()
+	pprof.StopCPUProfile()
 }
 
 // memoryServer streams pre-loaded batches for any ticket.

@@ -88,6 +88,9 @@ type scanSegmentColumn struct {
 	// names, nullability, metadata or timezone, so arrays get the
 	// canonical type over the same buffers.
 	rewrap bool
+	// dict says the column is read as a dictionary array and expanded
+	// (see scanDictLeaves).
+	dict bool
 }
 
 // readSegment streams the matching rows of seg into acc.
@@ -122,7 +125,11 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet footer", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(p.batchRows)}, p.alloc)
+	arrProps := pqarrow.ArrowReadProperties{BatchSize: int64(p.batchRows)}
+	for _, leaf := range scanDictLeaves(pf) {
+		arrProps.SetReadDict(leaf, true)
+	}
+	fr, err := pqarrow.NewFileReader(pf, arrProps, p.alloc)
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot map the Parquet schema to Arrow", err)
 	}
@@ -153,11 +160,15 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 			continue
 		}
 		stored := fr.Manifest.Fields[fi].Field.Type
+		isDict := false
+		if d, ok := stored.(*arrow.DictionaryType); ok {
+			stored, isDict = d.ValueType, true
+		}
 		exact, compatible := scanCompareTypes(stored, c.field.Type)
 		if !compatible {
 			return &CorruptionError{Path: seg.Path, Reason: fmt.Sprintf("column %q has type %s in the segment but %s in the table schema", c.name, stored, c.field.Type)}
 		}
-		cols[i] = scanSegmentColumn{field: fi, stored: stored, rewrap: !exact}
+		cols[i] = scanSegmentColumn{field: fi, stored: stored, rewrap: !exact, dict: isDict}
 		flat = flat && fr.Manifest.Fields[fi].IsLeaf()
 		leaves = scanLeaves(leaves, &fr.Manifest.Fields[fi])
 	}
@@ -251,6 +262,8 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 			switch {
 			case from[i] < 0:
 				aligned[i] = array.MakeArrayOfNull(p.alloc, p.read[i].field.Type, n)
+			case cols[i].dict:
+				aligned[i] = scanExpandDict(p.alloc, rec.Column(from[i]).(*array.Dictionary), p.read[i].field.Type)
 			case cols[i].rewrap:
 				aligned[i] = scanRetype(rec.Column(from[i]), p.read[i].field.Type)
 			default:
