@@ -60,6 +60,9 @@ func benchServe(mode, root string) {
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_ENDPOINTS")); err == nil {
 		opts.MaxEndpoints = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_PARALLELISM")); err == nil {
+		opts.ScanParallelism = v
+	}
 	svc, err := New(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
