@@ -68,7 +68,11 @@ func benchServe(mode, root string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	srv := flight.NewServerWithMiddleware(nil, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}
+	if os.Getenv("TSFLIGHT_BENCH_COPY") == "" {
+		gopts = append(gopts, svc.GRPCOptions()...)
+	}
+	srv := flight.NewServerWithMiddleware(nil, gopts...)
 	if mode == "tsflight" {
 		srv.RegisterFlightService(svc)
 	} else {
@@ -77,6 +81,7 @@ func benchServe(mode, root string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		mem.zeroCopy = svc.zeroCopy.Load()
 		srv.RegisterFlightService(mem)
 	}
 	if err := srv.Init("127.0.0.1:0"); err != nil {
@@ -116,8 +121,9 @@ func benchServe(mode, root string) {
 // memoryServer streams pre-loaded batches for any ticket.
 type memoryServer struct {
 	flight.BaseFlightServer
-	schema  *arrow.Schema
-	batches []arrow.RecordBatch
+	zeroCopy bool
+	schema   *arrow.Schema
+	batches  []arrow.RecordBatch
 }
 
 func loadInMemory(svc *Service, table string) (*memoryServer, error) {
@@ -151,8 +157,8 @@ func loadInMemory(svc *Service, table string) (*memoryServer, error) {
 }
 
 // memoryParts is how many endpoints the in-memory server offers, like
-// tsflight's default on this machine (2 × GOMAXPROCS).
-func memoryParts() int { return 2 * runtime.GOMAXPROCS(0) }
+// tsflight's default (GOMAXPROCS).
+func memoryParts() int { return runtime.GOMAXPROCS(0) }
 
 func (m *memoryServer) GetFlightInfo(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{Schema: flight.SerializeSchema(m.schema, memory.DefaultAllocator), FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1}
@@ -168,7 +174,15 @@ func (m *memoryServer) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoG
 	if err != nil {
 		return err
 	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(m.schema))
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	if m.zeroCopy {
+		w = &zeroCopyWriter{stream: stream, mem: memory.DefaultAllocator, schema: m.schema}
+	} else {
+		w = flight.NewRecordWriter(stream, ipc.WithSchema(m.schema))
+	}
 	defer w.Close()
 	for i := part; i < len(m.batches); i += memoryParts() {
 		if err := w.Write(m.batches[i]); err != nil {

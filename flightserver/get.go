@@ -43,7 +43,15 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return Status(err)
 	}
 	defer rdr.Release()
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc))
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	if s.zeroCopy.Load() {
+		w = &zeroCopyWriter{stream: stream, mem: s.alloc, schema: rdr.Schema()}
+	} else {
+		w = flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc))
+	}
 	defer w.Close()
 	b := &batcher{mem: s.alloc, min: int64(s.opts.BatchRows)}
 	defer b.release()

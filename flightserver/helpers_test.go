@@ -57,7 +57,13 @@ func startServer(t *testing.T, tweak func(*Options)) *testServer {
 		t.Fatalf("New: %v", err)
 	}
 	ts.svc = svc
-	ts.srv = flight.NewServerWithMiddleware(nil)
+	// Servers send DoGet batches through the zero-copy codec, as
+	// cmd/tsflight does; tests named *StandardCodec use arrow-go's writer.
+	var gopts []grpc.ServerOption
+	if !strings.Contains(t.Name(), "StandardCodec") {
+		gopts = svc.GRPCOptions()
+	}
+	ts.srv = flight.NewServerWithMiddleware(nil, gopts...)
 	ts.srv.RegisterFlightService(svc)
 	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
 		t.Fatalf("Init: %v", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -30,7 +31,7 @@ type Options struct {
 	// last; batches hold fewer than twice as many (0 = 65536).
 	BatchRows int
 	// MaxEndpoints caps the endpoints one FlightInfo splits a scan into
-	// (0 = 2 × GOMAXPROCS).
+	// (0 = GOMAXPROCS: more parallel streams than cores only add memory).
 	MaxEndpoints int
 	// ScanParallelism is the segments one DoGet decodes at once (0 = the
 	// table package's default).
@@ -59,6 +60,8 @@ type Service struct {
 	alloc   memory.Allocator
 	catalog *catalog
 	slots   chan struct{}
+	// zeroCopy is set once GRPCOptions installed the zero-copy codec.
+	zeroCopy atomic.Bool
 }
 
 // New returns the service for opts.Root, creating the directory if needed.
@@ -85,7 +88,7 @@ func New(opts *Options) (*Service, error) {
 		o.BatchRows = 1 << 16
 	}
 	if o.MaxEndpoints <= 0 {
-		o.MaxEndpoints = 2 * runtime.GOMAXPROCS(0)
+		o.MaxEndpoints = runtime.GOMAXPROCS(0)
 	}
 	if o.AppendRetries <= 0 {
 		o.AppendRetries = 64

