@@ -905,26 +905,36 @@ func (b *scanFixedBuilder) finish() arrow.Array {
 		b.values = memory.NewResizableBuffer(b.mem)
 	}
 	b.values.ResizeNoShrink(b.n * b.width)
-	nulls := b.mask.nulls
-	valid := b.mask.take(b.n)
-	d := array.NewData(b.dt, b.n, []*memory.Buffer{valid, b.values}, nil, nulls, 0)
-	arr := array.MakeFromData(d)
-	d.Release()
-	b.values.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	arr := scanFinishValues(b.dt, b.n, b.values, &b.mask)
 	b.values, b.n = nil, 0
 	return arr
 }
 
-func (b *scanFixedBuilder) release() {
-	if b.values != nil {
-		b.values.Release()
-		b.values = nil
+func (b *scanFixedBuilder) release() { scanReleaseValues(&b.values, &b.mask, &b.n) }
+
+// scanFinishValues wraps a values buffer and the mask's validity as an
+// array of n rows; it takes the caller's reference to values.
+func scanFinishValues(dt arrow.DataType, n int, values *memory.Buffer, mask *scanNullMask) arrow.Array {
+	nulls := mask.nulls
+	valid := mask.take(n)
+	d := array.NewData(dt, n, []*memory.Buffer{valid, values}, nil, nulls, 0)
+	arr := array.MakeFromData(d)
+	d.Release()
+	values.Release()
+	if valid != nil {
+		valid.Release()
 	}
-	b.mask.release()
-	b.n = 0
+	return arr
+}
+
+// scanReleaseValues drops a builder's buffers.
+func scanReleaseValues(values **memory.Buffer, mask *scanNullMask, n *int) {
+	if *values != nil {
+		(*values).Release()
+		*values = nil
+	}
+	mask.release()
+	*n = 0
 }
 
 // scanBoolBuilder takes rows of a boolean column.
@@ -960,27 +970,12 @@ func (b *scanBoolBuilder) finish() arrow.Array {
 		b.values = memory.NewResizableBuffer(b.mem)
 	}
 	b.values.ResizeNoShrink(int(bitutil.BytesForBits(int64(b.n))))
-	nulls := b.mask.nulls
-	valid := b.mask.take(b.n)
-	d := array.NewData(b.dt, b.n, []*memory.Buffer{valid, b.values}, nil, nulls, 0)
-	arr := array.MakeFromData(d)
-	d.Release()
-	b.values.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	arr := scanFinishValues(b.dt, b.n, b.values, &b.mask)
 	b.values, b.n = nil, 0
 	return arr
 }
 
-func (b *scanBoolBuilder) release() {
-	if b.values != nil {
-		b.values.Release()
-		b.values = nil
-	}
-	b.mask.release()
-	b.n = 0
-}
+func (b *scanBoolBuilder) release() { scanReleaseValues(&b.values, &b.mask, &b.n) }
 
 // scanBinaryBuilder takes rows of a utf8 or binary column (int32 offsets).
 type scanBinaryBuilder struct {
