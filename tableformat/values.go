@@ -2,6 +2,7 @@ package tableformat
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -86,19 +87,7 @@ func (v *IndexValue) appendJSON(b []byte) []byte {
 // UnmarshalJSON reads the adjacently tagged form strictly.
 func (v *IndexValue) UnmarshalJSON(data []byte) error {
 	*v = IndexValue{}
-	o, err := decodeObject(data)
-	if err != nil {
-		return err
-	}
-	raw, err := o.need("type")
-	if err != nil {
-		return err
-	}
-	t, err := decodeString(raw)
-	if err != nil {
-		return fmt.Errorf("type: %w", err)
-	}
-	val, err := o.need("value")
+	t, val, err := decodeTagged(data)
 	if err != nil {
 		return err
 	}
@@ -118,7 +107,29 @@ func (v *IndexValue) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s value: %w", t, err)
 	}
-	return o.unknown()
+	return nil
+}
+
+// decodeTagged reads an adjacently tagged value {"type": …, "value": …}
+// and refuses any other member, as serde's deny_unknown_fields does.
+func decodeTagged(data []byte) (string, json.RawMessage, error) {
+	o, err := decodeObject(data)
+	if err != nil {
+		return "", nil, err
+	}
+	raw, err := o.need("type")
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := decodeString(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("type: %w", err)
+	}
+	val, err := o.need("value")
+	if err != nil {
+		return "", nil, err
+	}
+	return t, val, o.unknown()
 }
 
 // EntityType is the type of one identity component.
@@ -219,19 +230,7 @@ func (e EntityValue) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads an adjacently tagged component strictly.
 func (e *EntityValue) UnmarshalJSON(data []byte) error {
 	*e = EntityValue{}
-	o, err := decodeObject(data)
-	if err != nil {
-		return err
-	}
-	raw, err := o.need("type")
-	if err != nil {
-		return err
-	}
-	t, err := decodeString(raw)
-	if err != nil {
-		return fmt.Errorf("type: %w", err)
-	}
-	val, err := o.need("value")
+	t, val, err := decodeTagged(data)
 	if err != nil {
 		return err
 	}
@@ -254,7 +253,7 @@ func (e *EntityValue) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s value: %w", t, err)
 	}
-	return o.unknown()
+	return nil
 }
 
 // LayoutKind says how many identities a segment holds.
