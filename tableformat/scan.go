@@ -409,6 +409,19 @@ func (a *poolAllocator) Allocate(size int) []byte {
 	return make([]byte, size, 1<<c)
 }
 
+// allocateUninit is Allocate without clearing recycled memory, for
+// buffers the caller overwrites entirely.
+func (a *poolAllocator) allocateUninit(size int) []byte {
+	if size < 1<<poolMinClass || size > 1<<poolMaxClass {
+		return make([]byte, size)
+	}
+	c := poolClass(size)
+	if v := a.classes[c].Get(); v != nil {
+		return (*v.(*[]byte))[:size]
+	}
+	return make([]byte, size, 1<<c)
+}
+
 func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
 		old := len(b)

@@ -44,7 +44,6 @@ func scanDictLeaves(pf *file.Reader) []int {
 // plain array of type t (utf8 or binary).
 func scanExpandDict(mem memory.Allocator, d *array.Dictionary, t arrow.DataType) arrow.Array {
 	n := d.Len()
-	indices := d.Indices()
 	var valueOffsets []int32
 	var dictBytes []byte
 	switch dict := d.Dictionary().(type) {
@@ -55,68 +54,83 @@ func scanExpandDict(mem memory.Allocator, d *array.Dictionary, t arrow.DataType)
 	default:
 		panic("tableformat: dictionary of " + dict.DataType().String() + " read for a string column") // scanDictLeaves selects byte arrays only
 	}
-	dictBase := valueOffsets[0]
-	idx := func(i int) int {
-		switch ix := indices.(type) {
-		case *array.Int32:
-			return int(ix.Value(i))
-		case *array.Int16:
-			return int(ix.Value(i))
-		case *array.Int8:
-			return int(ix.Value(i))
-		case *array.Int64:
-			return int(ix.Value(i))
-		case *array.Uint32:
-			return int(ix.Value(i))
-		case *array.Uint16:
-			return int(ix.Value(i))
-		case *array.Uint8:
-			return int(ix.Value(i))
+	base := valueOffsets[0]
+	// The index of every row as int32 (pqarrow produces int32 indices; any
+	// other width is converted once).
+	var ids []int32
+	if ix, ok := d.Indices().(*array.Int32); ok {
+		ids = ix.Int32Values()
+	} else {
+		ids = make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(d.GetValueIndex(i))
 		}
-		return int(indices.(*array.Uint64).Value(i))
 	}
 	nulls := d.NullN()
-	// Offsets.
-	offBuf := memory.NewResizableBuffer(mem)
-	offBuf.Resize((n + 1) * 4)
+	// Offsets: every entry is written, so the buffer need not be zeroed.
+	offBuf := scanRawBuffer(mem, (n+1)*4)
 	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), n+1)
 	var total int32
-	for i := 0; i < n; i++ {
-		offs[i] = total
-		if nulls > 0 && d.IsNull(i) {
-			continue
+	if nulls == 0 {
+		for i, k := range ids {
+			offs[i] = total
+			total += valueOffsets[k+1] - valueOffsets[k]
 		}
-		k := idx(i)
-		total += int32(valueOffsets[k+1] - valueOffsets[k])
+	} else {
+		for i, k := range ids {
+			offs[i] = total
+			if d.IsValid(i) {
+				total += valueOffsets[k+1] - valueOffsets[k]
+			}
+		}
 	}
 	offs[n] = total
-	// Values.
-	dataBuf := memory.NewResizableBuffer(mem)
-	dataBuf.Resize(int(total))
+	// Values: every byte is written.
+	dataBuf := scanRawBuffer(mem, int(total))
 	data := dataBuf.Bytes()
-	for i := 0; i < n; i++ {
-		if offs[i+1] == offs[i] {
+	for i, k := range ids {
+		lo, hi := offs[i], offs[i+1]
+		if lo == hi {
 			continue
 		}
-		k := idx(i)
-		copy(data[offs[i]:offs[i+1]], dictBytes[valueOffsets[k]-dictBase:valueOffsets[k+1]-dictBase])
+		src := dictBytes[valueOffsets[k]-base:]
+		if hi-lo <= 8 {
+			for j := int32(0); j < hi-lo; j++ {
+				data[lo+j] = src[j]
+			}
+			continue
+		}
+		copy(data[lo:hi], src[:hi-lo])
 	}
-	// Validity.
+	// Validity (zeroed: bits past the last row stay clear).
 	var valid *memory.Buffer
 	if nulls > 0 {
 		valid = memory.NewResizableBuffer(mem)
 		valid.Resize(int(bitutil.BytesForBits(int64(n))))
 		bits := valid.Bytes()
 		for i := 0; i < n; i++ {
-			bitutil.SetBitTo(bits, i, d.IsValid(i))
+			if d.IsValid(i) {
+				bitutil.SetBit(bits, i)
+			}
 		}
 	}
-	data2 := array.NewData(t, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
+	out := array.NewData(t, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
 	if valid != nil {
 		valid.Release()
 	}
 	offBuf.Release()
 	dataBuf.Release()
-	defer data2.Release()
-	return array.MakeFromData(data2)
+	defer out.Release()
+	return array.MakeFromData(out)
+}
+
+// scanRawBuffer returns a buffer of n bytes whose content is unspecified:
+// for the scan pool, recycled memory is not cleared first.
+func scanRawBuffer(mem memory.Allocator, n int) *memory.Buffer {
+	if p, ok := mem.(*poolAllocator); ok {
+		return memory.NewBufferWithAllocator(p.allocateUninit(n), mem)
+	}
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(n)
+	return b
 }
