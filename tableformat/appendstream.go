@@ -198,6 +198,7 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 		}
 	}()
 	in := rdr.Schema()
+	failed := false // a duplicate interval was seen: stop encoding
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -207,10 +208,24 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 			return SegmentMeta{}, invalidf("a batch's schema differs from the stream's schema: %s", rec.Schema())
 		}
 		canon := norm.apply(a.allocator(), rec)
-		err := stats.observe(ctx, ir, er, canon)
-		if err == nil && stats.dups == 0 {
+		// Coverage and encoding read the batch independently: overlap
+		// them. Once a duplicate is known, encoding stops (the append
+		// will fail) but coverage goes on counting.
+		var obsErr error
+		observed := make(chan struct{})
+		go func() {
+			defer close(observed)
+			obsErr = stats.observe(ctx, ir, er, canon)
+		}()
+		var err error
+		if !failed {
 			err = w.write(canon)
 		}
+		<-observed
+		if err == nil {
+			err = obsErr
+		}
+		failed = failed || stats.dups > 0
 		canon.Release()
 		if err != nil {
 			return SegmentMeta{}, err
