@@ -28,6 +28,9 @@ type zeroCopyMessage struct {
 	chunks  [][]byte
 	bodyLen int
 	release func()
+	// marshalled is set once gRPC owns the chunks: from then on only
+	// gRPC's freeing of them releases the payload.
+	marshalled atomic.Bool
 }
 
 type zeroCopyCodec struct{ std encoding.CodecV2 }
@@ -44,6 +47,7 @@ func (c zeroCopyCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return c.std.Marshal(v)
 	}
+	m.marshalled.Store(true)
 	prefix := protowire.AppendTag(nil, 2, protowire.BytesType)
 	prefix = protowire.AppendBytes(prefix, m.header)
 	if m.bodyLen > 0 {
@@ -135,8 +139,10 @@ func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload) error {
 		}
 	}}
 	err := stream.SendMsg(m)
-	if err != nil {
-		// gRPC did not take the message: nothing will release it.
+	if err != nil && !m.marshalled.Load() {
+		// gRPC never took the chunks: nothing else will release them.
+		// (Once marshalled, gRPC frees them even when sending fails; the
+		// transport may still be reading them until then.)
 		m.release()
 	}
 	return err
