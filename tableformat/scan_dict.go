@@ -1,6 +1,7 @@
 package tableformat
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -85,23 +86,29 @@ func scanExpandDict(mem memory.Allocator, d *array.Dictionary, t arrow.DataType)
 		}
 	}
 	offs[n] = total
-	// Values: every byte is written.
-	dataBuf := scanRawBuffer(mem, int(total))
+	// Values: every byte is written. Short values (most tags and names)
+	// are moved as one 8-byte word: the source is a padded copy of the
+	// (small) dictionary, and the destination has 8 bytes of slack, so a
+	// word may spill past a value only into bytes the next value, or the
+	// slack, overwrites.
+	dataBuf := scanRawBuffer(mem, int(total)+8)
 	data := dataBuf.Bytes()
+	dictLen := int(valueOffsets[len(valueOffsets)-1] - base)
+	padded := make([]byte, dictLen+8)
+	copy(padded, dictBytes[:dictLen])
 	for i, k := range ids {
 		lo, hi := offs[i], offs[i+1]
 		if lo == hi {
 			continue
 		}
-		src := dictBytes[valueOffsets[k]-base:]
+		start := valueOffsets[k] - base
 		if hi-lo <= 8 {
-			for j := int32(0); j < hi-lo; j++ {
-				data[lo+j] = src[j]
-			}
+			binary.LittleEndian.PutUint64(data[lo:], binary.LittleEndian.Uint64(padded[start:]))
 			continue
 		}
-		copy(data[lo:hi], src[:hi-lo])
+		copy(data[lo:hi], padded[start:start+(hi-lo)])
 	}
+	dataBuf.ResizeNoShrink(int(total))
 	// Validity (zeroed: bits past the last row stay clear).
 	var valid *memory.Buffer
 	if nulls > 0 {
