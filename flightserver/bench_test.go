@@ -9,7 +9,9 @@ package flightserver
 //
 // TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
 // (default 2,000,000; 20,000,000 for the RSS target).
-// TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server;
+// TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
+// TSFLIGHT_BENCH_PARALLELISM Options.ScanParallelism, and
+// TSFLIGHT_BENCH_GOALLOC=1 makes scans use the Go allocator (not the pool);
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
 // each new peak of its in-use heap; TSFLIGHT_BENCH_CPUPROF=FILE a CPU
 // profile of its whole life.
@@ -59,6 +61,9 @@ func benchServe(mode, root string) {
 	opts := DefaultOptions(root)
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_ENDPOINTS")); err == nil {
 		opts.MaxEndpoints = v
+	}
+	if os.Getenv("TSFLIGHT_BENCH_GOALLOC") != "" {
+		opts.ScanAlloc = memory.DefaultAllocator
 	}
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_PARALLELISM")); err == nil {
 		opts.ScanParallelism = v
