@@ -25,6 +25,9 @@ import (
 // the row-group size.
 const scanReadBuffer = 64 << 10
 
+// scanDecodeRows caps the rows pqarrow decodes at once.
+const scanDecodeRows = 32 << 10
+
 // scanFile wraps a segment file and remembers the first I/O error, so
 // that a failed read is reported as a storage error and not as corruption.
 type scanFile struct {
@@ -123,7 +126,11 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet footer", err)
 	}
-	arrProps := pqarrow.ArrowReadProperties{BatchSize: int64(p.batchRows)}
+	// Decode in batches of at most 32K rows: a scan holds about two decoded
+	// batches per worker, and halving them from 64K cut a streaming
+	// server's peak RSS by a quarter while the scan got faster (measured
+	// with BenchmarkScan and BenchmarkFlightDoGet at 20 M rows).
+	arrProps := pqarrow.ArrowReadProperties{BatchSize: int64(min(p.batchRows, scanDecodeRows))}
 	for _, leaf := range scanDictLeaves(pf) {
 		arrProps.SetReadDict(leaf, true)
 	}
