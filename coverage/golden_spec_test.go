@@ -158,31 +158,8 @@ func TestGoldens(t *testing.T) {
 func checkGoldenAppends(t *testing.T, rt refTable, appends [][]row, pairs []goldenSidecarPair) {
 	t.Helper()
 	// Files live in dir/segments and dir/table: "_coverage/x" is dir/x.
-	d, err := rt.spec.Domain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	newSet := NewGlobal
-	if rt.spec.Entity() {
-		newSet = NewEntity
-	}
-	table := newSet()
-	for i, rows := range appends {
-		seg := newSet()
-		for _, r := range rows {
-			dup, err := seg.Add(r.ident, idOf(t, d, r))
-			if err != nil || dup {
-				t.Fatalf("Add(%v): dup=%v err=%v", r.ident, dup, err)
-			}
-		}
-		if ov, err := table.Overlap(seg); err != nil || ov.Count != 0 {
-			t.Fatalf("append %d overlaps: %+v %v", i, ov, err)
-		}
-		if err := table.Union(seg); err != nil {
-			t.Fatal(err)
-		}
-		segBytes, _ := seg.Encode()
-		tblBytes, _ := table.Encode()
+	for i, b := range buildAppends(t, rt, appends) {
+		seg, table, segBytes, tblBytes := b.seg, b.table, b.segBytes, b.tblBytes
 		sc := rt.sidecars[i]
 		segFile, err := os.ReadFile(filepath.Join(rt.dir, strings.TrimPrefix(sc.segment, "_coverage/")))
 		if err != nil {

@@ -312,13 +312,18 @@ func idOf(t *testing.T, d Domain, r row) uint64 {
 	return id
 }
 
-// checkAppends builds each append's segment coverage from its rows, unions
-// them into the table coverage, and compares both with the package's files.
-func checkAppends(t *testing.T, rt refTable, appends [][]row) {
+// builtAppend is the coverage of one append built from its rows: the
+// segment's own set and the table's after the union, with their bytes.
+type builtAppend struct {
+	seg, table         *Set
+	segBytes, tblBytes []byte
+}
+
+// buildAppends builds each append's segment coverage from its rows and
+// unions them into the table coverage, checking that no append overlaps
+// the ones before it.
+func buildAppends(t *testing.T, rt refTable, appends [][]row) []builtAppend {
 	t.Helper()
-	if len(appends) != len(rt.sidecars) {
-		t.Fatalf("%s: %d appends, log has %d", rt.dir, len(appends), len(rt.sidecars))
-	}
 	d, err := rt.spec.Domain()
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +333,7 @@ func checkAppends(t *testing.T, rt refTable, appends [][]row) {
 		newSet = NewEntity
 	}
 	table := newSet()
+	out := make([]builtAppend, len(appends))
 	for i, rows := range appends {
 		seg := newSet()
 		for _, r := range rows {
@@ -342,20 +348,32 @@ func checkAppends(t *testing.T, rt refTable, appends [][]row) {
 		if err := table.Union(seg); err != nil {
 			t.Fatal(err)
 		}
-		segBytes, err := seg.Encode()
-		if err != nil {
+		b := builtAppend{seg: seg, table: table.Clone()}
+		if b.segBytes, err = seg.Encode(); err != nil {
 			t.Fatal(err)
 		}
-		tblBytes, err := table.Encode()
-		if err != nil {
+		if b.tblBytes, err = table.Encode(); err != nil {
 			t.Fatal(err)
 		}
+		out[i] = b
+	}
+	return out
+}
+
+// checkAppends compares the built coverage of each append with the
+// package's files.
+func checkAppends(t *testing.T, rt refTable, appends [][]row) {
+	t.Helper()
+	if len(appends) != len(rt.sidecars) {
+		t.Fatalf("%s: %d appends, log has %d", rt.dir, len(appends), len(rt.sidecars))
+	}
+	for i, b := range buildAppends(t, rt, appends) {
 		sc := rt.sidecars[i]
-		got := checkSidecar(t, rt.spec, rt.dir, sc.segment, sc.version, segBytes)
-		if !got.Equal(seg) {
+		got := checkSidecar(t, rt.spec, rt.dir, sc.segment, sc.version, b.segBytes)
+		if !got.Equal(b.seg) {
 			t.Errorf("%s: decoded segment differs from the built one", sc.segment)
 		}
-		checkSidecar(t, rt.spec, rt.dir, sc.table, sc.version, tblBytes)
+		checkSidecar(t, rt.spec, rt.dir, sc.table, sc.version, b.tblBytes)
 	}
 }
 

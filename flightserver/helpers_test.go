@@ -226,7 +226,7 @@ func (ts *testServer) mustPut(ctx context.Context, desc *flight.FlightDescriptor
 	if !strings.HasPrefix(pr.Segment, "data/_managed/append/") || !strings.HasSuffix(pr.Segment, ".parquet") {
 		ts.t.Fatalf("PutResult segment %q is not a managed parquet segment", pr.Segment)
 	}
-	tableDir := ts.root
+	var tableDir string
 	if desc.Type == flight.DescriptorPATH {
 		tableDir = filepath.Join(ts.root, desc.Path[0])
 	} else {

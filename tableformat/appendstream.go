@@ -127,11 +127,8 @@ func (s *streamStats) observe(ctx context.Context, ir indexReader, er entityRead
 	default:
 		var vals []int64
 		if ir.typ == IndexTimestamp {
-			ts := idx.(*array.Timestamp).TimestampValues()
-			vals = make([]int64, len(ts))
-			for i, v := range ts {
-				vals[i] = int64(v)
-			}
+			// arrow.Timestamp is an int64: view the values without copying.
+			vals = arrow.Int64Traits.CastFromBytes(idx.Data().Buffers()[1].Bytes())[idx.Data().Offset():][:idx.Len()]
 		} else {
 			vals = idx.(*array.Int64).Int64Values()
 		}

@@ -244,6 +244,3 @@ func logicalType(t arrow.DataType, path string) (DataType, error) {
 	}
 	return DataType{}, invalidf("column %q: Arrow type %s is not supported (supported: bool, int32, int64, uint64, float32, float64, binary, fixed_size_binary, utf8, timestamp[ms|us|ns], decimal, struct, list, map)", path, t)
 }
-
-// arrowFieldsEqual compares two Arrow fields including nested metadata.
-func arrowTypesEqual(a, b arrow.DataType) bool { return arrow.TypeEqual(a, b, arrow.CheckMetadata()) }

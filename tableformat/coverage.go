@@ -22,8 +22,6 @@ type segmentCoverage struct {
 	spec   *IndexSpec
 	domain coverage.Domain
 	set    *coverage.Set
-	// scratch is a reusable identity buffer for per-row lookups.
-	key []byte
 }
 
 func indexDomain(spec *IndexSpec) coverage.Domain {

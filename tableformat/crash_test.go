@@ -76,10 +76,9 @@ func TestCommitCrashAtEveryStep(t *testing.T) {
 		}
 	}
 	type outcome struct {
-		name     string
-		dir      string
-		version  uint64
-		versions map[uint64]bool
+		name    string
+		dir     string
+		version uint64
 	}
 	var outcomes []outcome
 	durableSeen := map[bool]int{}

@@ -154,10 +154,7 @@ func (m *scanNullMask) append(mem memory.Allocator, d arrow.ArrayData, n int, ru
 	if src == nil && m.buf == nil {
 		return
 	}
-	total := n
-	for _, rn := range runs {
-		total += rn.end - rn.start
-	}
+	total := n + scanRunsLen(runs)
 	if m.buf == nil {
 		m.buf = memory.NewResizableBuffer(mem)
 		scanGrow(m.buf, int(bitutil.BytesForBits(int64(total))))
@@ -214,10 +211,7 @@ func (b *scanFixedBuilder) appendRuns(arr arrow.Array, runs []scanSpan) {
 	if b.values == nil {
 		b.values = memory.NewResizableBuffer(b.mem)
 	}
-	total := 0
-	for _, rn := range runs {
-		total += rn.end - rn.start
-	}
+	total := scanRunsLen(runs)
 	scanGrow(b.values, (b.n+total)*b.width)
 	dst := b.values.Buf()
 	src := d.Buffers()[1].Bytes()
@@ -280,10 +274,7 @@ func (b *scanBoolBuilder) appendRuns(arr arrow.Array, runs []scanSpan) {
 	if b.values == nil {
 		b.values = memory.NewResizableBuffer(b.mem)
 	}
-	total := 0
-	for _, rn := range runs {
-		total += rn.end - rn.start
-	}
+	total := scanRunsLen(runs)
 	scanGrow(b.values, int(bitutil.BytesForBits(int64(b.n+total))))
 	dst := b.values.Buf()
 	src := d.Buffers()[1].Bytes()
@@ -319,6 +310,15 @@ type scanBinaryBuilder struct {
 func (b *scanBinaryBuilder) dataLen() int { return b.size }
 
 // scanSpanBytes is the number of value bytes the rows in runs of d hold.
+// scanRunsLen is the number of rows in runs.
+func scanRunsLen(runs []scanSpan) int {
+	n := 0
+	for _, rn := range runs {
+		n += rn.end - rn.start
+	}
+	return n
+}
+
 func scanSpanBytes(d arrow.ArrayData, runs []scanSpan) int64 {
 	if d.Len() == 0 {
 		return 0
@@ -340,10 +340,7 @@ func (b *scanBinaryBuilder) appendRuns(arr arrow.Array, runs []scanSpan) {
 		scanGrow(b.offsets, 4)
 		arrow.Int32Traits.CastFromBytes(b.offsets.Buf()[:4])[0] = 0
 	}
-	total := 0
-	for _, rn := range runs {
-		total += rn.end - rn.start
-	}
+	total := scanRunsLen(runs)
 	scanGrow(b.offsets, (b.n+total+1)*4)
 	scanGrow(b.data, b.size+int(scanSpanBytes(d, runs)))
 	dstOff := arrow.Int32Traits.CastFromBytes(b.offsets.Buf())

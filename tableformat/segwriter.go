@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -279,6 +278,3 @@ func (w *segmentWriter) abort() {
 	}
 	_ = w.fs.Remove(w.path)
 }
-
-// compressionCodec is re-exported for AppendOptions.
-type compressionCodec = compress.Compression

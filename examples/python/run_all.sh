@@ -65,7 +65,7 @@ check create_and_put.py "$url" -- \
 
 check scan_range.py "$url" -- \
   'scan request: {"table":"cpu","start":"2024-06-01T00:15:00Z","end":"2024-06-01T01:15:00Z","columns":["ts","host","usage"]}' \
-  'endpoints: 2 (schema: ts, host, usage)' \
+  '(schema: ts, host, usage)' \
   'rows: 1020' \
   'first ts: 2024-06-01T00:15:00Z, last ts: 2024-06-01T01:14:50Z' \
   'sum(usage): 24645.0' \
