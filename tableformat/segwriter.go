@@ -3,13 +3,13 @@ package tableformat
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -45,6 +45,9 @@ type segmentWriter struct {
 	rgw      file.BufferedRowGroupWriter
 	rgRows   int64
 	workers  int
+	// dicts[i] is the dictionary front end of string column i in the open
+	// row group (nil for other columns).
+	dicts []*stringDict
 
 	// nested path
 	fw *pqarrow.FileWriter
@@ -146,6 +149,14 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 				return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
 			}
 			w.rgw, w.rgRows = rgw, 0
+			w.dicts = w.dicts[:0]
+			for _, f := range w.schema.Fields() {
+				var d *stringDict
+				if f.Type.ID() == arrow.STRING {
+					d = newStringDict()
+				}
+				w.dicts = append(w.dicts, d)
+			}
 		}
 		n := min(rec.NumRows()-off, w.maxRows-w.rgRows)
 		part := rec
@@ -208,8 +219,11 @@ func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
 						}
 					}
 				}
-				ctx := pqarrow.NewArrowWriteContext(context.Background(), &w.arrProps)
-				errs[i] = pqarrow.WriteArrowToColumn(ctx, cw, arr, levels, nil, nullable)
+				if str, ok := arr.(*array.String); ok && w.dicts[i] != nil {
+					errs[i] = w.dicts[i].write(&w.arrProps, cw, str, levels, nullable)
+					continue
+				}
+				errs[i] = writeDense(&w.arrProps, cw, arr, levels, nullable)
 			}
 		}()
 	}

@@ -1,0 +1,214 @@
+package tableformat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// stringShapes builds batches whose string columns exercise every branch of
+// the dictionary front end: few values, nulls in some chunks, a value that
+// is new now and then, unique values (the column gives up the fast path),
+// long values that cut pages, and values that grow the dictionary past its
+// page limit (the encoder falls back to plain mid-chunk), and long values
+// that drift or cycle, so that each page has its own statistics.
+func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "low", Type: arrow.BinaryTypes.String},
+		{Name: "nulls", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "grow", Type: arrow.BinaryTypes.String},
+		{Name: "unique", Type: arrow.BinaryTypes.String},
+		{Name: "long", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "huge", Type: arrow.BinaryTypes.String},
+		{Name: "drift", Type: arrow.BinaryTypes.String},
+		{Name: "cycle", Type: arrow.BinaryTypes.String},
+	}, nil)
+	pad := strings.Repeat("x", 150)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	var out []arrow.RecordBatch
+	row := 0
+	for _, size := range sizes {
+		for range size {
+			b.Field(0).(*array.Int64Builder).Append(int64(row))
+			b.Field(1).(*array.StringBuilder).Append([]string{"eu", "us", "ap", "sa", "af", "me", "oc"}[row*7%11%7])
+			if row%5000 < 40 && row%3 == 0 {
+				b.Field(2).(*array.StringBuilder).AppendNull()
+			} else {
+				b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("host_%d", row%997))
+			}
+			b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("v%d", row/3000*3+row%3))
+			b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("u%09d", row))
+			if row%777 == 0 {
+				b.Field(5).(*array.StringBuilder).AppendNull()
+			} else {
+				b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("%s%03d", pad, row%61))
+			}
+			if row < 30000 {
+				b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("%d", row%5))
+			} else {
+				b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("%s%07d", pad, row/2))
+			}
+			// Long values that change every 1,500 rows: several pages per
+			// chunk, each with its own min and max.
+			b.Field(7).(*array.StringBuilder).Append(fmt.Sprintf("%s%05d", pad, 99999-row/1500))
+			// Long values from a set of five, in runs of 300: after the
+			// first 1,500 rows every page is written as indices only.
+			b.Field(8).(*array.StringBuilder).Append(fmt.Sprintf("%s%02d", pad, (row/300)%5))
+			row++
+		}
+		out = append(out, b.NewRecordBatch())
+	}
+	return out
+}
+
+func writeSegmentBytes(t *testing.T, batches []arrow.RecordBatch, fast bool, opts *AppendOptions) []byte {
+	t.Helper()
+	defer func(v bool) { stringDictEnabled = v }(stringDictEnabled)
+	stringDictEnabled = fast
+	fsys := storage.NewMem()
+	w, err := newSegmentWriter(fsys, "seg.parquet", batches[0].Schema(), opts, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range batches {
+		if err := w.write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.finish(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := fsys.ReadFile("seg.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The fast path writes the very file the dense path writes: same
+// dictionaries, indices, page cuts and statistics.
+func TestStringDictSameFileAsDensePath(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
+	defer releaseBatches(batches)
+	for _, rg := range []int64{1 << 20, 50000, 4096} {
+		t.Run(fmt.Sprintf("rowgroup=%d", rg), func(t *testing.T) {
+			opts := DefaultAppendOptions()
+			opts.MaxRowsPerRowGroup = rg
+			dense := writeSegmentBytes(t, batches, false, opts)
+			fast := writeSegmentBytes(t, batches, true, opts)
+			sameSegment(t, dense, fast)
+			checkSegmentRoundTrip(t, fast, batches)
+		})
+	}
+}
+
+// sameSegment compares two Parquet files written from the same data: every
+// byte before the footer (pages, dictionaries, page indexes) and, in the
+// footer, each column chunk's offsets, sizes, value count, encodings (as a
+// set: arrow-go lists them in map order) and statistics.
+func sameSegment(t *testing.T, want, got []byte) {
+	t.Helper()
+	footerStart := func(b []byte) int {
+		return len(b) - 8 - int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	}
+	open := func(b []byte) *file.Reader {
+		r, err := file.NewParquetReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rw, rg := open(want), open(got)
+	defer rw.Close()
+	defer rg.Close()
+	mw, mg := rw.MetaData(), rg.MetaData()
+	if mw.NumRowGroups() != mg.NumRowGroups() {
+		t.Fatalf("%d row groups, want %d", mg.NumRowGroups(), mw.NumRowGroups())
+	}
+	for r := range mw.NumRowGroups() {
+		for c := range mw.RowGroup(r).NumColumns() {
+			cw, err := mw.RowGroup(r).ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cg, err := mg.RowGroup(r).ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			describe := func(m *metadata.ColumnChunkMetaData) string {
+				var encs []string
+				for _, e := range m.Encodings() {
+					encs = append(encs, e.String())
+				}
+				slices.Sort(encs)
+				st, err := m.Statistics()
+				if err != nil {
+					t.Fatal(err)
+				}
+				enc, err := st.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprintf("data@%d dict@%d %d/%d bytes %d values [%s] min=%q max=%q nulls=%d", m.DataPageOffset(), m.DictionaryPageOffset(),
+					m.TotalCompressedSize(), m.TotalUncompressedSize(), m.NumValues(), strings.Join(encs, ","), enc.Min, enc.Max, enc.NullCount)
+			}
+			if dw, dg := describe(cw), describe(cg); dw != dg {
+				t.Fatalf("row group %d column %d: %s, want %s", r, c, dg, dw)
+			}
+		}
+	}
+	if fw, fg := footerStart(want), footerStart(got); fw != fg || !bytes.Equal(want[:fw], got[:fg]) {
+		t.Fatalf("the files differ before their footers (footers at %d and %d)", fw, fg)
+	}
+}
+
+// checkSegmentRoundTrip reads data back and compares it with batches.
+func checkSegmentRoundTrip(t *testing.T, data []byte, batches []arrow.RecordBatch) {
+	t.Helper()
+	rdr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 20}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	want := array.NewTableFromRecords(batches[0].Schema(), batches)
+	defer want.Release()
+	if tbl.NumRows() != want.NumRows() {
+		t.Fatalf("read %d rows, wrote %d", tbl.NumRows(), want.NumRows())
+	}
+	for i := range int(want.NumCols()) {
+		if !array.ChunkedEqual(tbl.Column(i).Data(), want.Column(i).Data()) {
+			t.Fatalf("column %s differs after the round trip", want.Schema().Field(i).Name)
+		}
+	}
+}
+
+func releaseBatches(batches []arrow.RecordBatch) {
+	for _, b := range batches {
+		b.Release()
+	}
+}
