@@ -14,7 +14,11 @@ package flightserver
 // TSFLIGHT_BENCH_GOALLOC=1 makes scans use the Go allocator (not the pool);
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
 // each new peak of its in-use heap; TSFLIGHT_BENCH_CPUPROF=FILE a CPU
-// profile of its whole life.
+// profile of its whole life; TSFLIGHT_BENCH_MEMSTATS=1 makes it print its
+// peak heap figures when it stops; TSFLIGHT_BENCH_MEMLIMIT_MIB sets its
+// soft memory limit (as tsflight serve --memory-limit does) and
+// TSFLIGHT_BENCH_GOGC its GC percentage (default RecommendedGCPercent, as
+// tsflight serve).
 
 import (
 	"bufio"
@@ -26,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -67,6 +72,14 @@ func benchServe(mode, root string) {
 	}
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_PARALLELISM")); err == nil {
 		opts.ScanParallelism = v
+	}
+	// As tsflight serve does.
+	debug.SetGCPercent(RecommendedGCPercent)
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_GOGC")); err == nil {
+		debug.SetGCPercent(v)
+	}
+	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_MEMLIMIT_MIB"), 10, 64); err == nil {
+		debug.SetMemoryLimit(v << 20)
 	}
 	svc, err := New(opts)
 	if err != nil {
@@ -116,9 +129,28 @@ func benchServe(mode, root string) {
 			}
 		}()
 	}
+	var peak runtime.MemStats
+	if os.Getenv("TSFLIGHT_BENCH_MEMSTATS") != "" {
+		go func() {
+			for range time.Tick(10 * time.Millisecond) {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak.HeapInuse = max(peak.HeapInuse, ms.HeapInuse)
+				peak.HeapSys = max(peak.HeapSys, ms.HeapSys-ms.HeapReleased)
+				peak.NumGC, peak.Sys = ms.NumGC, ms.Sys
+			}
+		}()
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
-	go func() { <-sig; srv.Shutdown() }()
+	go func() {
+		<-sig
+		if os.Getenv("TSFLIGHT_BENCH_MEMSTATS") != "" {
+			fmt.Fprintf(os.Stderr, "\nserver memstats: peak heap in use %d MiB, peak heap held %d MiB, sys %d MiB, %d GCs\n",
+				peak.HeapInuse>>20, peak.HeapSys>>20, peak.Sys>>20, peak.NumGC)
+		}
+		srv.Shutdown()
+	}()
 	_ = srv.Serve()
 	pprof.StopCPUProfile()
 }

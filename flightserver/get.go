@@ -53,7 +53,7 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		w = flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc))
 	}
 	defer w.Close()
-	b := &batcher{mem: s.alloc, min: int64(s.opts.BatchRows)}
+	b := &batcher{mem: s.scanAlloc(), min: int64(s.opts.BatchRows)}
 	defer b.release()
 	send := func(rec arrow.RecordBatch) error {
 		defer rec.Release()

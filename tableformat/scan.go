@@ -3,7 +3,7 @@ package tableformat
 import (
 	"context"
 	"fmt"
-	"math/bits"
+
 	"sync"
 	"sync/atomic"
 
@@ -80,10 +80,11 @@ type ScanOptions struct {
 // reader's current batch and the Parquet page buffers, whatever the table
 // size.
 //
-// Batches hold about opts.BatchRows rows: selected rows are gathered into
-// batches of exactly BatchRows rows, except that a decoded batch whose rows
-// all match and that holds at least BatchRows/4 rows is passed on without
-// copying, and that the last batches may be shorter. Neither batches nor
+// Batches hold at most opts.BatchRows rows: selected rows are gathered into
+// batches of exactly BatchRows rows, except that whole row groups are
+// decoded in equal batches of up to min(BatchRows, 16K) rows, which are
+// passed on without copying when all their rows match, and that the last
+// batches may be shorter. Neither batches nor
 // rows come in any particular order.
 //
 // Option errors are returned at once (ErrInvalidInput). Errors met while
@@ -372,76 +373,3 @@ func (rd *scanReader) Err() error {
 }
 
 var _ array.RecordReader = (*scanReader)(nil)
-
-// scanPool is the allocator of scans that name none: Go memory recycled
-// through size-classed pools, so that the buffers of consumed batches are
-// reused by the next ones instead of becoming garbage. A scan allocates
-// and frees a few batches' worth of memory per batch it returns; with the
-// plain Go allocator that churn makes the heap (and the RSS) grow to about
-// twice the data in flight between collections.
-var scanPool = &poolAllocator{}
-
-const (
-	poolMinClass = 12 // 4 KiB: smaller buffers come from the Go heap
-	poolMaxClass = 27 // 128 MiB
-)
-
-// poolAllocator is a memory.Allocator whose buffers of 4 KiB to 128 MiB
-// come from, and return to, one sync.Pool per power-of-two size. Memory it
-// hands out is zeroed, as the Go allocator's is; pooled memory is dropped
-// by the garbage collector when unused.
-type poolAllocator struct {
-	classes [poolMaxClass + 1]sync.Pool
-}
-
-func poolClass(size int) int { return bits.Len(uint(size - 1)) }
-
-func (a *poolAllocator) Allocate(size int) []byte {
-	if size < 1<<poolMinClass || size > 1<<poolMaxClass {
-		return make([]byte, size)
-	}
-	c := poolClass(size)
-	if v := a.classes[c].Get(); v != nil {
-		b := (*v.(*[]byte))[:size]
-		clear(b)
-		return b
-	}
-	return make([]byte, size, 1<<c)
-}
-
-// allocateUninit is Allocate without clearing recycled memory, for
-// buffers the caller overwrites entirely.
-func (a *poolAllocator) allocateUninit(size int) []byte {
-	if size < 1<<poolMinClass || size > 1<<poolMaxClass {
-		return make([]byte, size)
-	}
-	c := poolClass(size)
-	if v := a.classes[c].Get(); v != nil {
-		return (*v.(*[]byte))[:size]
-	}
-	return make([]byte, size, 1<<c)
-}
-
-func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
-	if size <= cap(b) {
-		old := len(b)
-		b = b[:size]
-		if size > old {
-			clear(b[old:])
-		}
-		return b
-	}
-	nb := a.Allocate(size)
-	copy(nb, b)
-	a.Free(b)
-	return nb
-}
-
-func (a *poolAllocator) Free(b []byte) {
-	c := cap(b)
-	if c < 1<<poolMinClass || c > 1<<poolMaxClass || c&(c-1) != 0 {
-		return
-	}
-	b = b[:c]
-	a.classes[poolClass(c)].Put(&b)
-}

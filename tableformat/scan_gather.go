@@ -30,7 +30,9 @@ type scanCoalescer struct {
 }
 
 func newScanCoalescer(schema *arrow.Schema, limit int, mem memory.Allocator) *scanCoalescer {
-	c := &scanCoalescer{schema: schema, limit: limit, passThroughMin: max(1, limit/4)}
+	// Whole row groups decode in equal batches of more than half the
+	// decode size (scanEvenBatch): those pass through.
+	c := &scanCoalescer{schema: schema, limit: limit, passThroughMin: max(1, min(limit, scanDecodeRows)/2)}
 	for _, f := range schema.Fields() {
 		c.cols = append(c.cols, newScanColBuilder(f.Type, mem))
 	}

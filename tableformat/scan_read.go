@@ -25,8 +25,13 @@ import (
 // the row-group size.
 const scanReadBuffer = 64 << 10
 
-// scanDecodeRows caps the rows pqarrow decodes at once.
-const scanDecodeRows = 32 << 10
+// scanDecodeRows is about the rows pqarrow decodes at once (see
+// scanEvenBatch). A scan's memory in flight grows with it faster than
+// linearly (pqarrow's decoding buffers), its speed hardly does: streaming
+// 20 M rows over Flight (GC percent 50, BenchmarkFlightDoGet), the server
+// peaked at 205 MiB RSS with 16K-row batches and 239 MiB with 32K, at the
+// same MB/s.
+const scanDecodeRows = 16 << 10
 
 // scanFile wraps a segment file and remembers the first I/O error, so
 // that a failed read is reported as a storage error and not as corruption.
@@ -126,10 +131,6 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet footer", err)
 	}
-	// Decode in batches of at most 32K rows: a scan holds about two decoded
-	// batches per worker, and halving them from 64K cut a streaming
-	// server's peak RSS by a quarter while the scan got faster (measured
-	// with BenchmarkScan and BenchmarkFlightDoGet at 20 M rows).
 	arrProps := pqarrow.ArrowReadProperties{BatchSize: int64(min(p.batchRows, scanDecodeRows))}
 	for _, leaf := range scanDictLeaves(pf) {
 		arrProps.SetReadDict(leaf, true)
@@ -213,6 +214,9 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 
 	if limit > 0 && limit < fr.Props.BatchSize {
 		fr.Props.BatchSize = limit // decode just the span
+	}
+	if limit < 0 {
+		fr.Props.BatchSize = scanEvenBatch(fr, rgs.groups, fr.Props.BatchSize)
 	}
 	rr, err := fr.GetRecordReader(r.ctx, leaves, rgs.groups)
 	if err != nil {
@@ -304,6 +308,23 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 		return scanSegmentError(seg, src, "cannot decode the Parquet segment", err)
 	}
 	return nil
+}
+
+// scanEvenBatch returns the decode batch size for reading whole row groups
+// in batches of at most target rows: the rows are split into equal batches
+// (of more than target/2 rows), so that a segment leaves no short tail to
+// be copied into a later batch.
+func scanEvenBatch(fr *pqarrow.FileReader, groups []int, target int64) int64 {
+	var rows int64
+	md := fr.ParquetReader().MetaData()
+	for _, g := range groups {
+		rows += md.RowGroup(g).NumRows()
+	}
+	if rows <= target {
+		return target
+	}
+	k := (rows + target - 1) / target
+	return (rows + k - 1) / k
 }
 
 // scanRowGroups is the row-group plan of one segment.

@@ -1055,6 +1055,33 @@ func TestScanAllTypes(t *testing.T) {
 
 // ---- batches ----
 
+// Whole segments decode in equal batches of at most min(BatchRows, 16K)
+// rows, all handed on without copying: no short tail per segment.
+func TestScanEvenBatches(t *testing.T) {
+	f := newScanFixture(t, scIntIndex(), scKVSchema())
+	odd := scSeq(0, 4001)
+	f.addSegment(scNA, 0, scanRecord(t, f.canon, odd, odd))
+	big := scSeq(10_000, 40_000)
+	f.addSegment(scNA, 0, scanRecord(t, f.canon, big, big))
+
+	res := scRunScan(t, f.tb, ScanOptions{End: scIv(10_000), BatchRows: 1000})
+	slices.Sort(res.batches)
+	if !slices.Equal(res.batches, []int{797, 801, 801, 801, 801}) || res.stats.passThrough.Load() != 5 {
+		t.Errorf("batches %v, %d passed through; want 4 × 801 and 797, all passed through", res.batches, res.stats.passThrough.Load())
+	}
+	res = scRunScan(t, f.tb, ScanOptions{Start: scIv(10_000), BatchRows: 1 << 16})
+	total := 0
+	for _, n := range res.batches {
+		total += n
+		if n < scanDecodeRows/2 || n > scanDecodeRows {
+			t.Errorf("batch of %d rows, want %d to %d", n, scanDecodeRows/2, scanDecodeRows)
+		}
+	}
+	if total != 40_000 || len(res.batches) != 3 || res.stats.passThrough.Load() != 3 {
+		t.Errorf("batches %v, %d passed through; want 3 batches, 40,000 rows, all passed through", res.batches, res.stats.passThrough.Load())
+	}
+}
+
 func TestScanBatchSizes(t *testing.T) {
 	f := newScanFixture(t, scIntIndex(), scKVSchema())
 	for s := range 20 {
@@ -1561,7 +1588,7 @@ func scCompareSummaries(t *testing.T, got, want scTableSummary) {
 // ---- the default (pooled) allocator ----
 
 func TestScanPoolAllocator(t *testing.T) {
-	a := &poolAllocator{}
+	a := newPoolAllocator(defaultPoolBytes)
 	for _, size := range []int{0, 10, 4095, 4096, 5000, 1 << 20, (1 << 20) + 1} {
 		b := a.Allocate(size)
 		if len(b) != size {
@@ -1818,5 +1845,89 @@ func TestScanSegmentsRestriction(t *testing.T) {
 	_, err = e.tb.Scan(e.ctx, st, ScanOptions{Start: &start, Segments: []string{plan[0].Path}})
 	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), plan[0].Path) {
 		t.Fatalf("unplanned segment: %v", err)
+	}
+}
+
+// The pool keeps at most its limit of free memory, makes room by evicting
+// the fullest other size class, and a trim empties it when it went unused
+// since the previous trim. (This pool is not armed: no collection trims it
+// behind the test's back.)
+func TestScanPoolBounded(t *testing.T) {
+	const mib = 1 << 20
+	a := newPoolAllocator(4 * mib)
+	bufs := make([][]byte, 6)
+	for i := range bufs {
+		bufs[i] = a.Allocate(mib) // exactly a class size
+	}
+	for _, b := range bufs {
+		a.Free(b)
+	}
+	pooled := a.pooled
+	if pooled != 4*mib {
+		t.Fatalf("pool holds %d bytes after freeing 6 MiB, want its limit %d", pooled, 4*mib)
+	}
+	// A buffer of another class evicts from the fullest class.
+	big := a.Allocate(2*mib + 1)
+	a.Free(big)
+	c, capacity := poolClass(2*mib + 1)
+	c1, _ := poolClass(mib)
+	got, got1, pooled := len(a.free[c]), len(a.free[c1]), a.pooled
+	if got != 1 || got1 != 1 || pooled != capacity+mib {
+		t.Fatalf("after freeing a %d-byte buffer: %d of its class, %d of 1 MiB, %d bytes pooled; want 1, 1, %d", capacity, got, got1, pooled, capacity+mib)
+	}
+	// A buffer larger than the limit is never pooled.
+	a.Free(make([]byte, 8*mib))
+	// Buffers of foreign capacities are ignored.
+	a.Free(make([]byte, mib+3))
+	if a.pooled != capacity+mib {
+		t.Fatalf("foreign buffers were pooled: %d bytes", a.pooled)
+	}
+	// An allocation served from the pool keeps it through one trim; an
+	// idle pool is emptied by the next.
+	a.Free(a.Allocate(mib))
+	a.trim()
+	if a.pooled == 0 {
+		t.Fatal("a pool used since the last trim was emptied")
+	}
+	a.trim()
+	if a.pooled != 0 || len(a.free[c]) != 0 {
+		t.Fatalf("an idle pool kept %d bytes", a.pooled)
+	}
+}
+
+// Garbage collections trim the pool on their own.
+func TestScanPoolTrimmedByGC(t *testing.T) {
+	a := newPoolAllocator(4 << 20)
+	a.armTrim()
+	a.Free(a.Allocate(1 << 20))
+	for range 50 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		a.mu.Lock()
+		pooled := a.pooled
+		a.mu.Unlock()
+		if pooled == 0 {
+			return
+		}
+	}
+	t.Fatal("the pool still holds memory after 50 garbage collections")
+}
+
+// Size classes: four per power of two, each buffer at most a quarter
+// larger than asked for.
+func TestScanPoolClasses(t *testing.T) {
+	prev := -1
+	for size := poolMinBytes + 1; size <= poolMaxBytes; size += size/7 + 1 {
+		c, capacity := poolClass(size)
+		if capacity < size || float64(capacity) > 1.25*float64(size)+1 {
+			t.Fatalf("size %d: class capacity %d", size, capacity)
+		}
+		if c < prev || c >= poolClasses {
+			t.Fatalf("size %d: class %d after %d (of %d)", size, c, prev, poolClasses)
+		}
+		if c2, cap2 := poolClass(capacity); c2 != c || cap2 != capacity {
+			t.Fatalf("capacity %d maps to class %d (%d), not %d", capacity, c2, cap2, c)
+		}
+		prev = c
 	}
 }

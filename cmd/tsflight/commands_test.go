@@ -23,6 +23,8 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"serve", "--root", root, "--max-send-msg-size", "0"}, nil, "--max-send-msg-size must be between 1 and"},
 		{[]string{"serve", "--root", root, "--max-recv-msg-size", "4GiB"}, nil, "--max-recv-msg-size must be between 1 and"},
 		{[]string{"serve", "--root", root, "--shutdown-timeout", "-1s"}, nil, "--shutdown-timeout must not be negative"},
+		{[]string{"serve", "--root", root, "--gc-percent", "-5"}, nil, "--gc-percent must be -1 or more, got -5"},
+		{[]string{"serve", "--root", root, "--gc-percent", "lots"}, nil, "--gc-percent"},
 		{[]string{"serve", "--root", root, "--shutdown-timeout", "soon"}, nil, "--shutdown-timeout"},
 		{[]string{"serve", "--root", root, "extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"serve", "--root"}, nil, "flag needs an argument: --root"},

@@ -41,8 +41,18 @@ func TestServeFlagPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.root != "/env/root" || cfg.listen != defaultListen || cfg.logLevel.value != "info" || cfg.logFormat.value != "text" ||
-		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second {
+		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second || cfg.gcPercent != 50 {
 		t.Fatalf("defaults: %+v", cfg)
+	}
+	// GOGC in the environment wins over the default GC percent, and
+	// --gc-percent over GOGC.
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r", "GOGC": "200"}), nil)
+	if err != nil || cfg.gcPercent != -1 {
+		t.Fatalf("GOGC set: gc percent %d, %v", cfg.gcPercent, err)
+	}
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r", "GOGC": "200"}), []string{"--gc-percent", "30"})
+	if err != nil || cfg.gcPercent != 30 {
+		t.Fatalf("GOGC and --gc-percent set: gc percent %d, %v", cfg.gcPercent, err)
 	}
 	// flags over the environment over defaults
 	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/env/root", "TSFLIGHT_LISTEN": "0.0.0.0:9000"}),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -76,6 +77,7 @@ type serveConfig struct {
 	maxSend         byteSize
 	shutdownTimeout time.Duration
 	memoryLimit     byteSize
+	gcPercent       int // -1: leave the runtime's (GOGC) setting
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -84,6 +86,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		logFormat: newChoice("text", "text", "json"),
 		maxRecv:   defaultMsgSize,
 		maxSend:   defaultMsgSize,
+		gcPercent: flightserver.RecommendedGCPercent,
 	}
 	fs := newFlagSet(serveCmd)
 	fs.StringVar(&cfg.root, "root", "", "`directory` holding the tables (created if missing; required)")
@@ -92,13 +95,19 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(cfg.logFormat, "log-format", "log `format`: text or json (one object per line)")
 	fs.Var(&cfg.maxRecv, "max-recv-msg-size", "largest record batch a client may send (`size`: bytes, or with KiB, MiB, GiB)")
 	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch the server sends (`size`)")
-	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it; 200MiB keeps a 2-core server streaming scans under 256 MiB RSS at some cost in throughput")
+	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
+	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
 	rest, err := fs.parse(e, args)
 	if err != nil {
 		return nil, err
+	}
+	gcSet := false
+	fs.Visit(func(f *flag.Flag) { gcSet = gcSet || f.Name == "gc-percent" })
+	if !gcSet && e.getenv("GOGC") != "" {
+		cfg.gcPercent = -1
 	}
 	switch {
 	case len(rest) > 0:
@@ -111,6 +120,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--max-recv-msg-size must be between 1 and %d bytes", maxMsgSize)
 	case cfg.maxSend < 1 || cfg.maxSend > maxMsgSize:
 		return nil, usagef("--max-send-msg-size must be between 1 and %d bytes", maxMsgSize)
+	case cfg.gcPercent < -1:
+		return nil, usagef("--gc-percent must be -1 or more, got %d", cfg.gcPercent)
 	case cfg.memoryLimit < 0:
 		return nil, usagef("--memory-limit must not be negative")
 	case cfg.shutdownTimeout < 0:
@@ -141,6 +152,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	inFlight := &calls{log: log.Named("rpc")}
 	if cfg.memoryLimit > 0 {
 		debug.SetMemoryLimit(int64(cfg.memoryLimit))
+	}
+	if cfg.gcPercent >= 0 {
+		debug.SetGCPercent(cfg.gcPercent)
 	}
 	gopts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(cfg.maxRecv) + headerAllowance),
