@@ -175,20 +175,25 @@ func loadInMemory(svc *Service, table string) (*memoryServer, error) {
 	}
 	defer rdr.Release()
 	m := &memoryServer{schema: rdr.Schema()}
-	b := &batcher{mem: memory.DefaultAllocator, min: int64(svc.opts.BatchRows)}
-	for rdr.Next() {
-		rec, err := b.add(rdr.RecordBatch())
-		if err != nil {
-			return nil, err
+	b := &batcher{min: int64(svc.opts.BatchRows)}
+	keep := func(group []arrow.RecordBatch) error {
+		if group == nil {
+			return nil
 		}
-		if rec != nil {
+		defer releaseAll(group)
+		rec, err := concatBatches(group, memory.DefaultAllocator)
+		if err == nil {
 			m.batches = append(m.batches, rec)
 		}
+		return err
 	}
-	if rec, err := b.flush(); err != nil {
+	for rdr.Next() {
+		if err := keep(b.add(rdr.RecordBatch())); err != nil {
+			return nil, err
+		}
+	}
+	if err := keep(b.flush()); err != nil {
 		return nil, err
-	} else if rec != nil {
-		m.batches = append(m.batches, rec)
 	}
 	return m, rdr.Err()
 }

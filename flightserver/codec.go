@@ -131,11 +131,19 @@ func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload) error {
 		p.Release()
 		return err
 	}
+	return sendMessage(stream, meta.Bytes(), body.chunks, body.n, func() {
+		meta.Release()
+		p.Release()
+	})
+}
+
+// sendMessage sends one FlightData message whose body is chunks; release
+// is called once, when nothing reads the chunks any more.
+func sendMessage(stream grpc.ServerStream, header []byte, chunks [][]byte, bodyLen int, release func()) error {
 	var once atomic.Bool
-	m := &zeroCopyMessage{header: meta.Bytes(), chunks: body.chunks, bodyLen: body.n, release: func() {
+	m := &zeroCopyMessage{header: header, chunks: chunks, bodyLen: bodyLen, release: func() {
 		if once.CompareAndSwap(false, true) {
-			meta.Release()
-			p.Release()
+			release()
 		}
 	}}
 	err := stream.SendMsg(m)
@@ -173,6 +181,31 @@ func (w *zeroCopyWriter) Write(rec arrow.RecordBatch) error {
 		return err
 	}
 	return sendZeroCopy(w.stream, p)
+}
+
+// WriteGroup sends the batches of group as one record batch: merged
+// without copying when the schema allows (see merge.go), else
+// concatenated.
+func (w *zeroCopyWriter) WriteGroup(group []arrow.RecordBatch) error {
+	if len(group) == 1 {
+		return w.Write(group[0])
+	}
+	if !mergeable(w.schema) {
+		rec, err := concatBatches(group, w.mem)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		return w.Write(rec)
+	}
+	if err := w.start(); err != nil {
+		return err
+	}
+	m := encodeMerged(group)
+	for _, b := range group {
+		b.Retain()
+	}
+	return sendMessage(w.stream, m.header, m.body, m.size, func() { releaseAll(group) })
 }
 
 func (w *zeroCopyWriter) Close() error { return w.start() }

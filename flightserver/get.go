@@ -43,85 +43,71 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return Status(err)
 	}
 	defer rdr.Release()
-	var w interface {
-		Write(arrow.RecordBatch) error
-		Close() error
-	}
+	var w groupWriter
 	if s.zeroCopy.Load() {
 		w = &zeroCopyWriter{stream: stream, mem: s.alloc, schema: rdr.Schema()}
 	} else {
-		w = flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc))
+		w = &copyingWriter{Writer: flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: s.scanAlloc()}
 	}
 	defer w.Close()
-	b := &batcher{mem: s.scanAlloc(), min: int64(s.opts.BatchRows)}
+	b := &batcher{min: int64(s.opts.BatchRows)}
 	defer b.release()
-	send := func(rec arrow.RecordBatch) error {
-		defer rec.Release()
-		return w.Write(rec)
+	send := func(group []arrow.RecordBatch) error {
+		defer releaseAll(group)
+		return w.WriteGroup(group)
 	}
 	for rdr.Next() {
-		rec, err := b.add(rdr.RecordBatch())
-		if err == nil && rec != nil {
-			err = send(rec)
-		}
-		if err != nil {
-			return Status(err)
+		group := b.add(rdr.RecordBatch())
+		if group != nil {
+			if err := send(group); err != nil {
+				return Status(err)
+			}
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		return Status(err)
 	}
-	rec, err := b.flush()
-	if err == nil && rec != nil {
-		err = send(rec)
+	if group := b.flush(); group != nil {
+		return Status(send(group))
 	}
-	return Status(err)
+	return nil
 }
 
-// batcher merges the short batches a scan may return (a segment's or row
-// group's tail, a worker's last rows) so that every batch sent holds at
-// least min rows. Scan batches hold at most min rows, so a merged batch
-// holds fewer than 2 × min. Batches that are long enough pass through
-// without copying.
-type batcher struct {
-	mem  memory.Allocator
-	min  int64
-	held []arrow.RecordBatch
-	rows int64
+// groupWriter writes a DoGet stream: the schema first, then each group of
+// batches as one record batch.
+type groupWriter interface {
+	WriteGroup([]arrow.RecordBatch) error
+	Close() error
 }
 
-// add takes rec (which the caller keeps ownership of) and returns a batch
-// to send, or nil while it holds fewer than min rows. The caller releases
-// the returned batch.
-func (b *batcher) add(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	n := rec.NumRows()
-	if n == 0 {
-		return nil, nil
-	}
-	rec.Retain()
-	if len(b.held) == 0 && n >= b.min {
-		return rec, nil
-	}
-	b.held = append(b.held, rec)
-	b.rows += n
-	if b.rows < b.min {
-		return nil, nil
-	}
-	return b.flush()
+// copyingWriter sends groups through arrow-go's Flight writer, which
+// needs them concatenated.
+type copyingWriter struct {
+	*flight.Writer
+	mem memory.Allocator
 }
 
-// flush returns the held rows as one batch (nil when none are held).
-func (b *batcher) flush() (arrow.RecordBatch, error) {
-	defer b.release()
-	switch len(b.held) {
-	case 0:
-		return nil, nil
-	case 1:
-		rec := b.held[0]
-		rec.Retain()
-		return rec, nil
+func (w *copyingWriter) WriteGroup(group []arrow.RecordBatch) error {
+	if len(group) == 1 {
+		return w.Write(group[0])
 	}
-	schema := b.held[0].Schema()
+	rec, err := concatBatches(group, w.mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return w.Write(rec)
+}
+
+func releaseAll(batches []arrow.RecordBatch) {
+	for _, b := range batches {
+		b.Release()
+	}
+}
+
+// concatBatches copies batches into one.
+func concatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	schema := batches[0].Schema()
 	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -130,24 +116,59 @@ func (b *batcher) flush() (arrow.RecordBatch, error) {
 			}
 		}
 	}()
-	parts := make([]arrow.Array, len(b.held))
+	parts := make([]arrow.Array, len(batches))
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
 	for i := range cols {
-		for j, rec := range b.held {
+		for j, rec := range batches {
 			parts[j] = rec.Column(i)
 		}
-		col, err := array.Concatenate(parts, b.mem)
+		col, err := array.Concatenate(parts, mem)
 		if err != nil {
 			return nil, err
 		}
 		cols[i] = col
 	}
-	return array.NewRecordBatch(schema, cols, b.rows), nil
+	return array.NewRecordBatch(schema, cols, rows), nil
+}
+
+// batcher groups the short batches a scan returns so that every group
+// sent holds at least min rows (but a stream's last). Scan batches hold at
+// most min rows, so a group holds fewer than 2 × min.
+type batcher struct {
+	min  int64
+	held []arrow.RecordBatch
+	rows int64
+}
+
+// add takes rec (which the caller keeps ownership of) and returns a group
+// to send, or nil while it holds fewer than min rows. The caller releases
+// the batches of the group.
+func (b *batcher) add(rec arrow.RecordBatch) []arrow.RecordBatch {
+	n := rec.NumRows()
+	if n == 0 {
+		return nil
+	}
+	rec.Retain()
+	b.held = append(b.held, rec)
+	b.rows += n
+	if b.rows < b.min {
+		return nil
+	}
+	return b.flush()
+}
+
+// flush returns the held batches (nil when none are held).
+func (b *batcher) flush() []arrow.RecordBatch {
+	group := b.held
+	b.held, b.rows = nil, 0
+	return group
 }
 
 // release drops the held batches.
 func (b *batcher) release() {
-	for _, rec := range b.held {
-		rec.Release()
-	}
+	releaseAll(b.held)
 	b.held, b.rows = nil, 0
 }

@@ -242,12 +242,6 @@ func (ts *testServer) mustPut(ctx context.Context, desc *flight.FlightDescriptor
 	return pr
 }
 
-func releaseAll(bs []arrow.RecordBatch) {
-	for _, b := range bs {
-		b.Release()
-	}
-}
-
 // ---- DoGet ----
 
 // fetched is what DoGet returned for one ticket.
