@@ -112,9 +112,13 @@ def command(body):
 def fetch_all(client, info, workers=None):
     """DoGet every endpoint of a FlightInfo in parallel (endpoints carry no
     location: they are read from the same server) and concatenate them in
-    endpoint order."""
+    endpoint order. Every batch is validated in full (offsets, bitmaps,
+    UTF-8): the server merges short batches into one record batch without
+    copying them, and pyarrow must find it well formed."""
     def fetch(endpoint):
-        return client.do_get(endpoint.ticket).read_all()
+        part = client.do_get(endpoint.ticket).read_all()
+        part.validate(full=True)
+        return part
 
     with ThreadPoolExecutor(max_workers=workers or max(1, len(info.endpoints))) as pool:
         parts = list(pool.map(fetch, info.endpoints))
