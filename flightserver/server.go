@@ -20,9 +20,11 @@ type Options struct {
 	Root string
 	// Logger receives request errors and table repairs; nil discards.
 	Logger hclog.Logger
-	// Alloc allocates the Arrow buffers of incoming streams; nil means
-	// memory.DefaultAllocator. Scans use the table package's recycled pool
-	// unless ScanAlloc is set.
+	// Alloc, when set, allocates the Arrow buffers of incoming streams and
+	// of appends (tests use a checked allocator); nil means
+	// memory.DefaultAllocator for incoming streams and the table package's
+	// recycling pool for appends. Scans use the pool unless ScanAlloc is
+	// set.
 	Alloc memory.Allocator
 	// ScanAlloc, when set, allocates scan output (tests use a checked
 	// allocator); nil keeps the table package's pool.
