@@ -68,46 +68,55 @@ func scanExpandDict(mem memory.Allocator, d *array.Dictionary, t arrow.DataType)
 		}
 	}
 	nulls := d.NullN()
-	// Offsets: every entry is written, so the buffer need not be zeroed.
-	offBuf := scanRawBuffer(mem, (n+1)*4)
-	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), n+1)
-	var total int32
+	// Per dictionary entry: its length and its start in a padded copy of
+	// the (small) dictionary, so that each row costs two table loads.
+	ndict := len(valueOffsets) - 1
+	lens := make([]int32, ndict)
+	starts := make([]int32, ndict)
+	for k := range ndict {
+		starts[k] = valueOffsets[k] - base
+		lens[k] = valueOffsets[k+1] - valueOffsets[k]
+	}
+	dictLen := int(valueOffsets[ndict] - base)
+	padded := make([]byte, dictLen+8)
+	copy(padded, dictBytes[:dictLen])
+	var total int64
 	if nulls == 0 {
-		for i, k := range ids {
-			offs[i] = total
-			total += valueOffsets[k+1] - valueOffsets[k]
+		for _, k := range ids {
+			total += int64(lens[k])
 		}
 	} else {
 		for i, k := range ids {
-			offs[i] = total
 			if d.IsValid(i) {
-				total += valueOffsets[k+1] - valueOffsets[k]
+				total += int64(lens[k])
 			}
 		}
 	}
-	offs[n] = total
-	// Values: every byte is written. Short values (most tags and names)
-	// are moved as one 8-byte word: the source is a padded copy of the
-	// (small) dictionary, and the destination has 8 bytes of slack, so a
-	// word may spill past a value only into bytes the next value, or the
-	// slack, overwrites.
+	// Offsets and values are written in one pass: every entry and every
+	// byte is written, so the buffers need not be zeroed. Short values
+	// (most tags and names) are moved as one 8-byte word: the source has 8
+	// bytes of padding and the destination 8 bytes of slack, so a word may
+	// spill past a value only into bytes the next value, or the slack,
+	// overwrites.
+	offBuf := scanRawBuffer(mem, (n+1)*4)
+	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), n+1)
 	dataBuf := scanRawBuffer(mem, int(total)+8)
 	data := dataBuf.Bytes()
-	dictLen := int(valueOffsets[len(valueOffsets)-1] - base)
-	padded := make([]byte, dictLen+8)
-	copy(padded, dictBytes[:dictLen])
+	pos := int32(0)
 	for i, k := range ids {
-		lo, hi := offs[i], offs[i+1]
-		if lo == hi {
+		offs[i] = pos
+		if nulls > 0 && !d.IsValid(i) {
 			continue
 		}
-		start := valueOffsets[k] - base
-		if hi-lo <= 8 {
-			binary.LittleEndian.PutUint64(data[lo:], binary.LittleEndian.Uint64(padded[start:]))
-			continue
+		l, st := lens[k], starts[k]
+		if l <= 8 {
+			binary.LittleEndian.PutUint64(data[pos:], binary.LittleEndian.Uint64(padded[st:]))
+		} else {
+			copy(data[pos:pos+l], padded[st:st+l])
 		}
-		copy(data[lo:hi], padded[start:start+(hi-lo)])
+		pos += l
 	}
+	offs[n] = pos
 	dataBuf.ResizeNoShrink(int(total))
 	// Validity (zeroed: bits past the last row stay clear).
 	var valid *memory.Buffer
