@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -495,3 +496,48 @@ func benchDoGet(b *testing.B, mode string) {
 func BenchmarkFlightDoGet(b *testing.B)                 { benchDoGet(b, "tsflight") }
 func BenchmarkFlightDoGetInMemory(b *testing.B)         { benchDoGet(b, "memory") }
 func BenchmarkFlightDoGetInMemoryZeroCopy(b *testing.B) { benchDoGet(b, "memory-zerocopy") }
+
+// BenchmarkFlightDoGetRatio alternates whole-table fetches from tsflight
+// and from the in-memory server (the transport ceiling), both running at
+// once, and reports each one's median MB/s and their ratio: on a shared,
+// noisy machine the alternation exposes both to the same conditions.
+// One op is one fetch from each.
+func BenchmarkFlightDoGetRatio(b *testing.B) {
+	root := benchTable(b)
+	ts := startBenchServer(b, "tsflight", root)
+	mem := startBenchServer(b, "memory", root)
+	ctx := context.Background()
+	var tsRate, memRate []float64
+	fetch := func(srv *benchServer) float64 {
+		start := time.Now()
+		_, n, err := fetchAll(ctx, srv.client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(n) / 1e6 / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			tsRate = append(tsRate, fetch(ts))
+			memRate = append(memRate, fetch(mem))
+		} else {
+			memRate = append(memRate, fetch(mem))
+			tsRate = append(tsRate, fetch(ts))
+		}
+	}
+	b.StopTimer()
+	median := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	b.ReportMetric(median(tsRate), "tsflight-MB/s")
+	b.ReportMetric(median(memRate), "memory-MB/s")
+	b.ReportMetric(median(tsRate)/median(memRate), "ratio")
+	b.ReportMetric(ts.peakRSS(), "tsflight-peak-MiB")
+	b.ReportMetric(0, "ns/op")
+}

@@ -151,6 +151,7 @@ type scanStats struct {
 	rowsDecoded   atomic.Int64 // rows decoded from Parquet (all read columns)
 	rowsLocated   atomic.Int64 // index values decoded to locate a range
 	passThrough   atomic.Int64 // decoded batches handed on without copying
+	directString  atomic.Int64 // string column chunks read by the direct decoder
 	batchesOut    atomic.Int64 // batches sent to the reader
 	rowsOut       atomic.Int64 // rows sent to the reader
 }

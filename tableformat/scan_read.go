@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -218,6 +219,31 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 	if limit < 0 {
 		fr.Props.BatchSize = scanEvenBatch(fr, rgs.groups, fr.Props.BatchSize)
 	}
+	// Top-level dictionary string columns of whole row groups are decoded
+	// directly (scan_strings.go), as long as pqarrow still reads another
+	// column to set the batch sizes.
+	direct := make([]*stringColumnReader, len(p.read))
+	defer func() {
+		for _, d := range direct {
+			if d != nil {
+				d.release()
+			}
+		}
+	}()
+	if skip == 0 && limit < 0 {
+		for i, c := range cols {
+			if !c.dict || c.field < 0 {
+				continue
+			}
+			leaf := scanLeaves(nil, &fr.Manifest.Fields[c.field])
+			if len(leaf) != 1 || len(leaves) < 2 || !directStringEligible(pf, rgs.groups, leaf[0]) {
+				continue
+			}
+			leaves = slices.DeleteFunc(leaves, func(l int) bool { return l == leaf[0] })
+			direct[i] = newStringColumnReader(pf, leaf[0], rgs.groups, p.alloc, p.read[i].field.Type)
+			r.stats.directString.Add(int64(len(rgs.groups)))
+		}
+	}
 	rr, err := fr.GetRecordReader(r.ctx, leaves, rgs.groups)
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet segment", err)
@@ -234,7 +260,7 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 	rs := rr.Schema()
 	for i := range p.read {
 		from[i] = -1
-		if cols[i].field >= 0 {
+		if cols[i].field >= 0 && direct[i] == nil {
 			idx := rs.FieldIndices(p.read[i].name)
 			if len(idx) != 1 {
 				return &CorruptionError{Path: seg.Path, Reason: fmt.Sprintf("cannot locate column %q in the decoded batches", p.read[i].name)}
@@ -269,6 +295,13 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 		}
 		for i := range p.read {
 			switch {
+			case direct[i] != nil:
+				a, err := direct[i].read(n)
+				if err != nil {
+					release()
+					return scanSegmentError(seg, src, "cannot decode the Parquet segment", err)
+				}
+				aligned[i] = a
 			case from[i] < 0:
 				aligned[i] = array.MakeArrayOfNull(p.alloc, p.read[i].field.Type, n)
 			case cols[i].dict:

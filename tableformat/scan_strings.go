@@ -1,0 +1,505 @@
+package tableformat
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// A direct decoder for the commonest column of a time-series segment: a
+// top-level string column (an entity or tag) written with a dictionary.
+// Through pqarrow, its rows go page → dictionary indices → an Arrow
+// dictionary builder → scanExpandDict; here they go page → indices →
+// the Arrow utf8 array, in one pass over each batch. It decodes Parquet
+// data pages v1 whose values are RLE_DICTIONARY / PLAIN_DICTIONARY indices
+// or, after a writer's dictionary fallback, PLAIN byte arrays, and whose
+// definition levels (max 1) are RLE. A column chunk whose page encoding
+// statistics promise anything else goes through pqarrow.
+
+// scanDirectStrings lets tests compare the direct decoder with pqarrow's.
+var scanDirectStrings = true
+
+// Parquet page types (parquet.thrift PageType).
+const (
+	pageTypeData       = 0
+	pageTypeDictionary = 2
+)
+
+// directStringEligible reports whether leaf col of the row groups can be
+// decoded by stringColumnReader, from the chunks' page encoding stats.
+func directStringEligible(pf *file.Reader, groups []int, col int) bool {
+	if !scanDirectStrings {
+		return false
+	}
+	descr := pf.MetaData().Schema.Column(col)
+	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
+		return false
+	}
+	for _, g := range groups {
+		cc, err := pf.MetaData().RowGroup(g).ColumnChunk(col)
+		if err != nil {
+			return false
+		}
+		stats := cc.EncodingStats()
+		if len(stats) == 0 {
+			return false // no promise: let pqarrow read it
+		}
+		for _, s := range stats {
+			switch int32(s.PageType) {
+			case pageTypeDictionary:
+				if s.Encoding != parquet.Encodings.Plain && s.Encoding != parquet.Encodings.PlainDict {
+					return false
+				}
+			case pageTypeData:
+				switch s.Encoding {
+				case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict, parquet.Encodings.Plain:
+				default:
+					return false
+				}
+			default:
+				return false // data page v2, index pages
+			}
+		}
+	}
+	return true
+}
+
+// stringColumnReader reads one string leaf across row groups, n rows at a
+// time.
+type stringColumnReader struct {
+	pf       *file.Reader
+	col      int
+	groups   []int
+	nextRG   int
+	optional bool
+	mem      memory.Allocator
+	typ      arrow.DataType
+
+	// pages reads the current chunk; it releases each page itself when
+	// moving to the next one.
+	pages file.PageReader
+
+	// dictionary of the current chunk: entry k is padded[starts[k]:][:lens[k]]
+	haveDict     bool
+	lens, starts []int32
+	padded       []byte
+
+	// current data page
+	left   int // rows (levels) left in the page
+	defs   rleDecoder
+	plain  bool // values are PLAIN byte arrays
+	values []byte
+	ids    rleDecoder
+
+	// the batch being read: validity of its rows, and the values of its
+	// present rows as ids into the current dictionary or, once the batch
+	// met a PLAIN page or a new column chunk, as explicit slices
+	valid    []bool
+	idx      []int32
+	vals     [][]byte
+	usePlain bool
+}
+
+func newStringColumnReader(pf *file.Reader, col int, groups []int, mem memory.Allocator, typ arrow.DataType) *stringColumnReader {
+	return &stringColumnReader{pf: pf, col: col, groups: groups, mem: mem, typ: typ,
+		optional: pf.MetaData().Schema.Column(col).MaxDefinitionLevel() == 1}
+}
+
+func (r *stringColumnReader) release() {
+	if r.pages != nil {
+		r.pages.Close()
+		r.pages = nil
+	}
+}
+
+var errStringPage = errors.New("unexpected page")
+
+// nextPage moves to the next data page, reading dictionary pages and
+// opening the next row group's chunk on the way.
+func (r *stringColumnReader) nextPage() error {
+	for {
+		if r.pages == nil {
+			if r.nextRG >= len(r.groups) {
+				return fmt.Errorf("%w: the column has fewer rows than the others", errStringPage)
+			}
+			pr, err := r.pf.RowGroup(r.groups[r.nextRG]).GetColumnPageReader(r.col)
+			if err != nil {
+				return err
+			}
+			r.nextRG++
+			r.pages = pr
+			// The batch may hold ids into the old dictionary: turn
+			// them into values first. Dictionaries are never
+			// overwritten (a new chunk gets new memory), so the
+			// values stay valid.
+			if len(r.idx) > 0 {
+				r.toPlain()
+			}
+			r.lens, r.starts, r.padded, r.haveDict = nil, nil, nil, false
+		}
+		if !r.pages.Next() {
+			if err := r.pages.Err(); err != nil {
+				return err
+			}
+			r.pages.Close()
+			r.pages = nil
+			continue
+		}
+		pg := r.pages.Page()
+		switch p := pg.(type) {
+		case *file.DictionaryPage:
+			if r.haveDict {
+				return fmt.Errorf("%w: a second dictionary page in a column chunk", errStringPage)
+			}
+			if err := r.loadDictionary(p.Data(), int(p.NumValues())); err != nil {
+				return err
+			}
+			r.haveDict = true
+		case *file.DataPageV1:
+			if err := r.startDataPage(p); err != nil {
+				return err
+			}
+			if r.left > 0 {
+				return nil
+			}
+		default:
+			return fmt.Errorf("%w: %T", errStringPage, pg)
+		}
+	}
+}
+
+// loadDictionary decodes a PLAIN dictionary page of n byte arrays.
+func (r *stringColumnReader) loadDictionary(data []byte, n int) error {
+	r.padded = make([]byte, 0, len(data)+8)
+	for k := range n {
+		if len(data) < 4 {
+			return fmt.Errorf("%w: dictionary page ends inside entry %d", errStringPage, k)
+		}
+		l := binary.LittleEndian.Uint32(data)
+		if uint64(l) > uint64(len(data)-4) {
+			return fmt.Errorf("%w: dictionary entry %d of %d bytes overruns the page", errStringPage, k, l)
+		}
+		r.starts = append(r.starts, int32(len(r.padded)))
+		r.lens = append(r.lens, int32(l))
+		r.padded = append(r.padded, data[4:4+l]...)
+		data = data[4+l:]
+	}
+	r.padded = append(r.padded, make([]byte, 8)...)
+	return nil
+}
+
+func (r *stringColumnReader) startDataPage(p *file.DataPageV1) error {
+	data := p.Data()
+	r.left = int(p.NumValues())
+	if r.optional {
+		if p.DefinitionLevelEncoding() != parquet.Encodings.RLE || len(data) < 4 {
+			return fmt.Errorf("%w: definition levels encoded %s", errStringPage, p.DefinitionLevelEncoding())
+		}
+		l := binary.LittleEndian.Uint32(data)
+		if uint64(l) > uint64(len(data)-4) {
+			return fmt.Errorf("%w: definition levels overrun the page", errStringPage)
+		}
+		r.defs = rleDecoder{data: data[4 : 4+l], width: 1}
+		data = data[4+l:]
+	}
+	switch enc := parquet.Encoding(p.Encoding()); enc {
+	case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict:
+		if !r.haveDict {
+			return fmt.Errorf("%w: dictionary-encoded page before any dictionary", errStringPage)
+		}
+		if len(data) < 1 || data[0] > 32 {
+			return fmt.Errorf("%w: bad index bit width", errStringPage)
+		}
+		r.plain = false
+		r.ids = rleDecoder{data: data[1:], width: uint(data[0])}
+	case parquet.Encodings.Plain:
+		r.plain = true
+		r.values = data
+	default:
+		return fmt.Errorf("%w: values encoded %s", errStringPage, enc)
+	}
+	return nil
+}
+
+// toPlain switches the batch to explicit values.
+func (r *stringColumnReader) toPlain() {
+	if r.usePlain {
+		return
+	}
+	for _, k := range r.idx {
+		r.vals = append(r.vals, r.padded[r.starts[k]:r.starts[k]+r.lens[k]])
+	}
+	r.idx = r.idx[:0]
+	r.usePlain = true
+}
+
+// read decodes the next n rows into an array of r.typ.
+func (r *stringColumnReader) read(n int) (arrow.Array, error) {
+	r.valid, r.idx, r.vals, r.usePlain = r.valid[:0], r.idx[:0], r.vals[:0], false
+	nulls := 0
+	for got := 0; got < n; {
+		if r.left == 0 {
+			if err := r.nextPage(); err != nil {
+				return nil, err
+			}
+		}
+		m := min(n-got, r.left)
+		start := len(r.valid)
+		r.valid = append(r.valid, make([]bool, m)...)
+		valid := r.valid[start:]
+		present := m
+		if r.optional {
+			present = 0
+			for i := range m {
+				lv, err := r.defs.next()
+				if err != nil {
+					return nil, err
+				}
+				valid[i] = lv == 1
+				if lv == 1 {
+					present++
+				}
+			}
+			nulls += m - present
+		} else {
+			for i := range valid {
+				valid[i] = true
+			}
+		}
+		if r.plain {
+			r.toPlain()
+			for range present {
+				if len(r.values) < 4 {
+					return nil, fmt.Errorf("%w: plain values end early", errStringPage)
+				}
+				l := binary.LittleEndian.Uint32(r.values)
+				if uint64(l) > uint64(len(r.values)-4) {
+					return nil, fmt.Errorf("%w: plain value overruns the page", errStringPage)
+				}
+				r.vals = append(r.vals, r.values[4:4+l])
+				r.values = r.values[4+l:]
+			}
+		} else {
+			before := len(r.idx)
+			r.idx = append(r.idx, make([]int32, present)...)
+			ids := r.idx[before:]
+			if err := r.ids.fill(ids); err != nil {
+				return nil, err
+			}
+			ndict := int32(len(r.lens))
+			for _, k := range ids {
+				if k < 0 || k >= ndict {
+					return nil, fmt.Errorf("%w: dictionary index %d of %d entries", errStringPage, k, ndict)
+				}
+			}
+			if r.usePlain {
+				for _, k := range ids {
+					r.vals = append(r.vals, r.padded[r.starts[k]:r.starts[k]+r.lens[k]])
+				}
+				r.idx = r.idx[:before]
+			}
+		}
+		r.left -= m
+		got += m
+	}
+	return r.build(n, nulls, r.usePlain)
+}
+
+// build makes the array of n rows from r.valid and r.idx (dictionary ids
+// of the present rows) or r.vals (their values).
+func (r *stringColumnReader) build(n, nulls int, usePlain bool) (arrow.Array, error) {
+	var total int64
+	if usePlain {
+		for _, v := range r.vals {
+			total += int64(len(v))
+		}
+	} else {
+		for _, k := range r.idx {
+			total += int64(r.lens[k])
+		}
+	}
+	if total > scanMaxBinaryBytes {
+		return nil, fmt.Errorf("%w: %d bytes of strings in one batch", errStringPage, total)
+	}
+	offBuf := scanRawBuffer(r.mem, (n+1)*4)
+	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), n+1)
+	dataBuf := scanRawBuffer(r.mem, int(total)+8)
+	data := dataBuf.Bytes()
+	pos, j := int32(0), 0
+	for i := range n {
+		offs[i] = pos
+		if nulls > 0 && !r.valid[i] {
+			continue
+		}
+		if usePlain {
+			v := r.vals[j]
+			copy(data[pos:], v)
+			pos += int32(len(v))
+		} else {
+			k := r.idx[j]
+			l, st := r.lens[k], r.starts[k]
+			if l <= 8 {
+				binary.LittleEndian.PutUint64(data[pos:], binary.LittleEndian.Uint64(r.padded[st:]))
+			} else {
+				copy(data[pos:pos+l], r.padded[st:st+l])
+			}
+			pos += l
+		}
+		j++
+	}
+	offs[n] = pos
+	dataBuf.ResizeNoShrink(int(total))
+	var valid *memory.Buffer
+	if nulls > 0 {
+		valid = memory.NewResizableBuffer(r.mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(n))))
+		bm := valid.Bytes()
+		for i, ok := range r.valid[:n] {
+			if ok {
+				bitutil.SetBit(bm, i)
+			}
+		}
+	}
+	out := array.NewData(r.typ, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
+	if valid != nil {
+		valid.Release()
+	}
+	offBuf.Release()
+	dataBuf.Release()
+	defer out.Release()
+	return array.MakeFromData(out), nil
+}
+
+// rleDecoder reads Parquet's RLE / bit-packed hybrid encoding of values of
+// width bits (0 to 32).
+type rleDecoder struct {
+	data  []byte
+	width uint
+	// current run
+	repeat  int    // values left in an RLE run
+	value   uint32 // its value
+	packed  []byte // bytes of a bit-packed run
+	packedN int    // values left in it
+	bitPos  uint   // next bit in packed
+}
+
+func (d *rleDecoder) nextRun() error {
+	h, n := binary.Uvarint(d.data)
+	if n <= 0 {
+		return fmt.Errorf("%w: bad run header", errStringPage)
+	}
+	d.data = d.data[n:]
+	bw := int((d.width + 7) / 8)
+	if h&1 == 0 {
+		count := h >> 1
+		if count == 0 || count > 1<<31 || len(d.data) < bw {
+			return fmt.Errorf("%w: bad RLE run", errStringPage)
+		}
+		var v uint32
+		for i := range bw {
+			v |= uint32(d.data[i]) << (8 * i)
+		}
+		d.data = d.data[bw:]
+		d.repeat, d.value = int(count), v
+		return nil
+	}
+	groups := h >> 1
+	nbytes := groups * uint64(d.width)
+	if groups == 0 || groups > 1<<28 || uint64(len(d.data)) < nbytes {
+		// A writer may end the last run early: take what is there.
+		if groups == 0 || len(d.data) == 0 {
+			return fmt.Errorf("%w: bad bit-packed run", errStringPage)
+		}
+		nbytes = uint64(len(d.data))
+		groups = nbytes / uint64(max(d.width, 1))
+	}
+	d.packed, d.data = d.data[:nbytes], d.data[nbytes:]
+	d.packedN, d.bitPos = int(groups*8), 0
+	if d.width == 0 {
+		d.packedN = int(groups * 8)
+	}
+	return nil
+}
+
+// next returns the next value.
+func (d *rleDecoder) next() (uint32, error) {
+	for d.repeat == 0 && d.packedN == 0 {
+		if err := d.nextRun(); err != nil {
+			return 0, err
+		}
+	}
+	if d.repeat > 0 {
+		d.repeat--
+		return d.value, nil
+	}
+	d.packedN--
+	return d.unpack(), nil
+}
+
+func (d *rleDecoder) unpack() uint32 {
+	if d.width == 0 {
+		return 0
+	}
+	byteAt, shift := d.bitPos/8, d.bitPos%8
+	var w uint64
+	if int(byteAt)+8 <= len(d.packed) {
+		w = binary.LittleEndian.Uint64(d.packed[byteAt:])
+	} else {
+		for i := 0; int(byteAt)+i < len(d.packed); i++ {
+			w |= uint64(d.packed[int(byteAt)+i]) << (8 * i)
+		}
+	}
+	d.bitPos += d.width
+	return uint32((w >> shift) & (1<<d.width - 1))
+}
+
+// fill decodes len(dst) values.
+func (d *rleDecoder) fill(dst []int32) error {
+	for i := 0; i < len(dst); {
+		for d.repeat == 0 && d.packedN == 0 {
+			if err := d.nextRun(); err != nil {
+				return err
+			}
+		}
+		if d.repeat > 0 {
+			m := min(d.repeat, len(dst)-i)
+			v := int32(d.value)
+			for j := range m {
+				dst[i+j] = v
+			}
+			d.repeat -= m
+			i += m
+			continue
+		}
+		m := min(d.packedN, len(dst)-i)
+		// Whole groups of 8 values while 8 bytes can be loaded past the
+		// group's start, value by value at the edges.
+		w := d.width
+		mask := uint64(1)<<w - 1
+		for m >= 8 && w > 0 && int(d.bitPos/8)+int(w)+8 <= len(d.packed) {
+			out := dst[i : i+8]
+			for j := range out {
+				bit := d.bitPos + uint(j)*w
+				out[j] = int32((binary.LittleEndian.Uint64(d.packed[bit>>3:]) >> (bit & 7)) & mask)
+			}
+			d.bitPos += 8 * w
+			d.packedN -= 8
+			i += 8
+			m -= 8
+		}
+		for j := range m {
+			dst[i+j] = int32(d.unpack())
+		}
+		d.packedN -= m
+		i += m
+	}
+	return nil
+}
