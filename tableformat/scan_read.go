@@ -31,7 +31,7 @@ const scanReadBuffer = 64 << 10
 // linearly (pqarrow's decoding buffers), its speed hardly does: streaming
 // 20 M rows over Flight (GC percent 50, BenchmarkFlightDoGet), the server
 // peaked at 205 MiB RSS with 16K-row batches and 239 MiB with 32K, at the
-// same MB/s.
+// same MB/s (measured when this was chosen).
 const scanDecodeRows = 16 << 10
 
 // scanFile wraps a segment file and remembers the first I/O error, so
