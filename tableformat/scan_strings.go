@@ -106,6 +106,9 @@ type stringColumnReader struct {
 	idx      []int32
 	vals     [][]byte
 	usePlain bool
+	// vals[pageVals:] point into the current page, whose memory the page
+	// reader may reuse for the next page: they are copied out first.
+	pageVals int
 }
 
 func newStringColumnReader(pf *file.Reader, col int, groups []int, mem memory.Allocator, typ arrow.DataType) *stringColumnReader {
@@ -145,6 +148,7 @@ func (r *stringColumnReader) nextPage() error {
 			}
 			r.lens, r.starts, r.padded, r.haveDict = nil, nil, nil, false
 		}
+		r.detachPageValues()
 		if !r.pages.Next() {
 			if err := r.pages.Err(); err != nil {
 				return err
@@ -174,6 +178,25 @@ func (r *stringColumnReader) nextPage() error {
 			return fmt.Errorf("%w: %T", errStringPage, pg)
 		}
 	}
+}
+
+// detachPageValues copies the batch's values that point into the current
+// page into memory of their own.
+func (r *stringColumnReader) detachPageValues() {
+	if r.pageVals >= len(r.vals) {
+		return
+	}
+	var n int
+	for _, v := range r.vals[r.pageVals:] {
+		n += len(v)
+	}
+	own := make([]byte, 0, n)
+	for i, v := range r.vals[r.pageVals:] {
+		at := len(own)
+		own = append(own, v...)
+		r.vals[r.pageVals+i] = own[at:len(own):len(own)]
+	}
+	r.pageVals = len(r.vals)
 }
 
 // loadDictionary decodes a PLAIN dictionary page of n byte arrays.
@@ -243,7 +266,7 @@ func (r *stringColumnReader) toPlain() {
 
 // read decodes the next n rows into an array of r.typ.
 func (r *stringColumnReader) read(n int) (arrow.Array, error) {
-	r.valid, r.idx, r.vals, r.usePlain = r.valid[:0], r.idx[:0], r.vals[:0], false
+	r.valid, r.idx, r.vals, r.usePlain, r.pageVals = r.valid[:0], r.idx[:0], r.vals[:0], false, 0
 	nulls := 0
 	for got := 0; got < n; {
 		if r.left == 0 {

@@ -1995,4 +1995,12 @@ func TestScanDirectStringsFallback(t *testing.T) {
 	}
 	scDirectCompare(t, f, ScanOptions{})
 	scDirectCompare(t, f, ScanOptions{BatchRows: 7000, Columns: []string{"ts", "note"}})
+	// With the package's pool, freed page buffers are reused at once: a
+	// batch that spans PLAIN pages must not keep pointing into them.
+	defer func() { scanDirectStrings = true }()
+	scanDirectStrings = false
+	want := scRunScanPooled(t, f.tb, ScanOptions{BatchRows: 7000, Columns: []string{"ts", "note"}})
+	scanDirectStrings = true
+	got := scRunScanPooled(t, f.tb, ScanOptions{BatchRows: 7000, Columns: []string{"ts", "note"}})
+	scSameRows(t, got, want)
 }
