@@ -275,11 +275,11 @@ func (r *stringColumnReader) read(n int) (arrow.Array, error) {
 			}
 		}
 		m := min(n-got, r.left)
-		start := len(r.valid)
-		r.valid = append(r.valid, make([]bool, m)...)
-		valid := r.valid[start:]
 		present := m
 		if r.optional {
+			start := len(r.valid)
+			r.valid = append(r.valid, make([]bool, m)...)
+			valid := r.valid[start:]
 			present = 0
 			for i := range m {
 				lv, err := r.defs.next()
@@ -292,10 +292,6 @@ func (r *stringColumnReader) read(n int) (arrow.Array, error) {
 				}
 			}
 			nulls += m - present
-		} else {
-			for i := range valid {
-				valid[i] = true
-			}
 		}
 		if r.plain {
 			r.toPlain()
@@ -317,9 +313,9 @@ func (r *stringColumnReader) read(n int) (arrow.Array, error) {
 			if err := r.ids.fill(ids); err != nil {
 				return nil, err
 			}
-			ndict := int32(len(r.lens))
+			ndict := uint32(len(r.lens))
 			for _, k := range ids {
-				if k < 0 || k >= ndict {
+				if uint32(k) >= ndict {
 					return nil, fmt.Errorf("%w: dictionary index %d of %d entries", errStringPage, k, ndict)
 				}
 			}
@@ -356,27 +352,50 @@ func (r *stringColumnReader) build(n, nulls int, usePlain bool) (arrow.Array, er
 	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), n+1)
 	dataBuf := scanRawBuffer(r.mem, int(total)+8)
 	data := dataBuf.Bytes()
+	// r.valid is filled only for optional columns, and read only when
+	// there are nulls.
 	pos, j := int32(0), 0
-	for i := range n {
-		offs[i] = pos
-		if nulls > 0 && !r.valid[i] {
-			continue
+	switch {
+	case usePlain:
+		vals := r.vals
+		for i := range n {
+			offs[i] = pos
+			if nulls > 0 && !r.valid[i] {
+				continue
+			}
+			pos += int32(copy(data[pos:], vals[j]))
+			j++
 		}
-		if usePlain {
-			v := r.vals[j]
-			copy(data[pos:], v)
-			pos += int32(len(v))
-		} else {
-			k := r.idx[j]
-			l, st := r.lens[k], r.starts[k]
+	case nulls == 0:
+		// The hot loop: every row present, values from the dictionary.
+		lens, starts, padded := r.lens, r.starts, r.padded
+		for i, k := range r.idx[:n] {
+			offs[i] = pos
+			l, st := lens[k], starts[k]
 			if l <= 8 {
-				binary.LittleEndian.PutUint64(data[pos:], binary.LittleEndian.Uint64(r.padded[st:]))
+				binary.LittleEndian.PutUint64(data[pos:], binary.LittleEndian.Uint64(padded[st:]))
 			} else {
-				copy(data[pos:pos+l], r.padded[st:st+l])
+				copy(data[pos:pos+l], padded[st:st+l])
 			}
 			pos += l
 		}
-		j++
+	default:
+		lens, starts, padded, idx, valid := r.lens, r.starts, r.padded, r.idx, r.valid
+		for i := range n {
+			offs[i] = pos
+			if !valid[i] {
+				continue
+			}
+			k := idx[j]
+			j++
+			l, st := lens[k], starts[k]
+			if l <= 8 {
+				binary.LittleEndian.PutUint64(data[pos:], binary.LittleEndian.Uint64(padded[st:]))
+			} else {
+				copy(data[pos:pos+l], padded[st:st+l])
+			}
+			pos += l
+		}
 	}
 	offs[n] = pos
 	dataBuf.ResizeNoShrink(int(total))
