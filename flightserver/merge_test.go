@@ -269,3 +269,70 @@ func TestEncodeMergedSlices(t *testing.T) {
 		t.Fatal("more than one batch")
 	}
 }
+
+// Schemas with nested columns cannot be laid end to end: their groups are
+// concatenated, with the same rows coming out.
+func TestDoGetGroupsNestedColumns(t *testing.T) {
+	ts := startServer(t, func(o *Options) { o.BatchRows = 1000; o.MaxEndpoints = 1 })
+	ctx := ctxT(t)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "host", Type: arrow.BinaryTypes.String},
+		{Name: "vals", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+	}, nil)
+	if mergeable(schema) {
+		t.Fatal("a list column counted as mergeable")
+	}
+	desc := cmdDesc(t, map[string]any{"table": "n", "create": map[string]any{"index_column": "ts", "index_type": "timestamp", "granularity": "1s", "entity_columns": []string{"host"}}})
+	var want []arrow.RecordBatch
+	for seg := range 3 {
+		b := array.NewRecordBuilder(ts.cliMem, schema)
+		for i := range 700 {
+			r := seg*700 + i
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixMicro() + int64(r)*1_000_000))
+			b.Field(1).(*array.StringBuilder).Append("h")
+			lb := b.Field(2).(*array.ListBuilder)
+			if r%9 == 0 {
+				lb.AppendNull()
+				continue
+			}
+			lb.Append(true)
+			for k := range r % 4 {
+				lb.ValueBuilder().(*array.Int64Builder).Append(int64(r * k))
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		defer rec.Release()
+		want = append(want, rec)
+		if _, err := ts.put(ctx, desc, schema, rec); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	info := ts.info(ctx, pathDesc("n"))
+	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var got []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		got = append(got, rec)
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(got)
+	if len(got) != 2 || got[0].NumRows() != 1400 {
+		t.Errorf("%d batches (first %d rows), want 1400 rows then 700", len(got), got[0].NumRows())
+	}
+	if g, w := renderRows(got...), renderRows(want...); !slices.Equal(g, w) {
+		t.Fatalf("%d rows, want %d, or values differ", len(g), len(w))
+	}
+}

@@ -454,19 +454,22 @@ func (d *rleDecoder) nextRun() error {
 		return nil
 	}
 	groups := h >> 1
+	if groups == 0 || groups > 1<<28 {
+		return fmt.Errorf("%w: bad bit-packed run", errStringPage)
+	}
+	if d.width == 0 {
+		d.packed, d.packedN, d.bitPos = nil, int(groups*8), 0
+		return nil
+	}
 	nbytes := groups * uint64(d.width)
-	if groups == 0 || groups > 1<<28 || uint64(len(d.data)) < nbytes {
-		// A writer may end the last run early: take what is there.
-		if groups == 0 || len(d.data) == 0 {
-			return fmt.Errorf("%w: bad bit-packed run", errStringPage)
-		}
+	if uint64(len(d.data)) < nbytes {
+		// A writer may end the last run early: take the values there.
 		nbytes = uint64(len(d.data))
-		groups = nbytes / uint64(max(d.width, 1))
 	}
 	d.packed, d.data = d.data[:nbytes], d.data[nbytes:]
-	d.packedN, d.bitPos = int(groups*8), 0
-	if d.width == 0 {
-		d.packedN = int(groups * 8)
+	d.packedN, d.bitPos = int(nbytes*8/uint64(d.width)), 0
+	if d.packedN == 0 {
+		return fmt.Errorf("%w: bit-packed run without values", errStringPage)
 	}
 	return nil
 }

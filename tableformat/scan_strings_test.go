@@ -1,0 +1,96 @@
+package tableformat
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// Malformed pages are errors (reported as corruption by the scan), never
+// panics or endless loops.
+func TestStringDecoderRefusesMalformedPages(t *testing.T) {
+	fill := func(data []byte, width uint, n int) error {
+		d := rleDecoder{data: data, width: width}
+		return d.fill(make([]int32, n))
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"no run header", fill(nil, 3, 1)},
+		{"RLE run of zero values", fill([]byte{0x00, 0x01}, 3, 1)},
+		{"RLE run without its value", fill([]byte{0x08}, 3, 1)},
+		{"runs shorter than the values asked", fill([]byte{0x04, 0x01}, 3, 5)},
+		{"bit-packed run of zero groups", fill([]byte{0x01}, 3, 1)},
+	} {
+		if !errors.Is(c.err, errStringPage) {
+			t.Errorf("%s: %v, want a page error", c.name, c.err)
+		}
+	}
+	// A bit-packed run cut short by the page end still yields the values
+	// that are there, then fails.
+	d := rleDecoder{data: []byte{0x03, 0xff}, width: 4}
+	out := make([]int32, 2)
+	if err := d.fill(out); err != nil || out[0] != 15 || out[1] != 15 {
+		t.Errorf("short bit-packed run: %v, %v", out, err)
+	}
+
+	r := &stringColumnReader{}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"entry length cut", []byte{1, 0}},
+		{"entry overruns the page", []byte{9, 0, 0, 0, 'a'}},
+	} {
+		if err := r.loadDictionary(c.data, 1); !errors.Is(err, errStringPage) {
+			t.Errorf("dictionary %s: %v, want a page error", c.name, err)
+		}
+	}
+
+	page := func(enc parquet.Encoding, data []byte, n int32) *file.DataPageV1 {
+		return file.NewDataPageV1(memory.NewBufferBytes(data), n, enc, parquet.Encodings.RLE, parquet.Encodings.RLE, int32(len(data)))
+	}
+	// Dictionary indices before any dictionary page.
+	if err := (&stringColumnReader{}).startDataPage(page(parquet.Encodings.RLEDict, []byte{2, 0x02, 0x00}, 1)); !errors.Is(err, errStringPage) {
+		t.Errorf("indices without a dictionary: %v", err)
+	}
+	// An index bit width over 32.
+	r = &stringColumnReader{haveDict: true}
+	if err := r.startDataPage(page(parquet.Encodings.RLEDict, []byte{33, 0x02, 0x00}, 1)); !errors.Is(err, errStringPage) {
+		t.Errorf("index width 33: %v", err)
+	}
+	// Definition levels longer than the page.
+	r = &stringColumnReader{haveDict: true, optional: true}
+	if err := r.startDataPage(page(parquet.Encodings.RLEDict, []byte{200, 0, 0, 0, 1}, 1)); !errors.Is(err, errStringPage) {
+		t.Errorf("definition levels overrun: %v", err)
+	}
+	// An unsupported value encoding.
+	r = &stringColumnReader{haveDict: true}
+	if err := r.startDataPage(page(parquet.Encodings.DeltaByteArray, []byte{0}, 1)); !errors.Is(err, errStringPage) {
+		t.Errorf("DELTA_BYTE_ARRAY values: %v", err)
+	}
+	// An index past the dictionary's end.
+	r = &stringColumnReader{haveDict: true, mem: memory.DefaultAllocator, typ: arrow.BinaryTypes.String}
+	if err := r.loadDictionary([]byte{1, 0, 0, 0, 'a', 1, 0, 0, 0, 'b'}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.startDataPage(page(parquet.Encodings.RLEDict, []byte{3, 0x02, 0x05}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.read(1); !errors.Is(err, errStringPage) {
+		t.Errorf("index 5 of 2 entries: %v", err)
+	}
+	// PLAIN values cut short.
+	r = &stringColumnReader{haveDict: true, mem: memory.DefaultAllocator, typ: arrow.BinaryTypes.String}
+	if err := r.startDataPage(page(parquet.Encodings.Plain, []byte{7, 0, 0, 0, 'x'}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.read(1); !errors.Is(err, errStringPage) {
+		t.Errorf("plain value overrun: %v", err)
+	}
+}
