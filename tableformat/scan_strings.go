@@ -531,9 +531,29 @@ func (d *rleDecoder) fill(dst []int32) error {
 		mask := uint64(1)<<w - 1
 		for m >= 8 && w > 0 && int(d.bitPos/8)+int(w)+8 <= len(d.packed) {
 			out := dst[i : i+8]
-			for j := range out {
-				bit := d.bitPos + uint(j)*w
-				out[j] = int32((binary.LittleEndian.Uint64(d.packed[bit>>3:]) >> (bit & 7)) & mask)
+			if w <= 16 && d.bitPos%8 == 0 && int(d.bitPos/8)+16 <= len(d.packed) {
+				// The group's 8w ≤ 128 bits in two words.
+				at := d.bitPos / 8
+				lo := binary.LittleEndian.Uint64(d.packed[at:])
+				hi := binary.LittleEndian.Uint64(d.packed[at+8:])
+				for j := range out {
+					bit := uint(j) * w
+					var v uint64
+					switch {
+					case bit+w <= 64:
+						v = lo >> bit
+					case bit >= 64:
+						v = hi >> (bit - 64)
+					default:
+						v = lo>>bit | hi<<(64-bit)
+					}
+					out[j] = int32(v & mask)
+				}
+			} else {
+				for j := range out {
+					bit := d.bitPos + uint(j)*w
+					out[j] = int32((binary.LittleEndian.Uint64(d.packed[bit>>3:]) >> (bit & 7)) & mask)
+				}
 			}
 			d.bitPos += 8 * w
 			d.packedN -= 8
