@@ -7,6 +7,12 @@ package flightserver
 //
 //	go test -run '^$' -bench 'Flight' -benchtime 5x ./flightserver/
 //
+// The DoGet target is a ratio to an in-memory Flight server; on a shared
+// machine the one to trust is BenchmarkFlightDoGetRatio, which runs both
+// servers at once and alternates fetches between them:
+//
+//	go test -run '^$' -bench 'FlightDoGetRatio' -benchtime 10x ./flightserver/
+//
 // TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
 // (default 2,000,000; 20,000,000 for the RSS target).
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
