@@ -187,8 +187,8 @@ func (w *zeroCopyWriter) Write(rec arrow.RecordBatch) error {
 // without copying when the schema allows (see merge.go), else
 // concatenated.
 func (w *zeroCopyWriter) WriteGroup(group []arrow.RecordBatch) error {
-	if len(group) == 1 {
-		return w.Write(group[0])
+	if len(group) == 1 || !fitsOneBatch(group) {
+		return writeEach(w, group)
 	}
 	if !mergeable(w.schema) {
 		rec, err := concatBatches(group, w.mem)

@@ -88,8 +88,8 @@ type copyingWriter struct {
 }
 
 func (w *copyingWriter) WriteGroup(group []arrow.RecordBatch) error {
-	if len(group) == 1 {
-		return w.Write(group[0])
+	if len(group) == 1 || !fitsOneBatch(group) {
+		return writeEach(w, group)
 	}
 	rec, err := concatBatches(group, w.mem)
 	if err != nil {
@@ -97,6 +97,16 @@ func (w *copyingWriter) WriteGroup(group []arrow.RecordBatch) error {
 	}
 	defer rec.Release()
 	return w.Write(rec)
+}
+
+// writeEach writes the batches of group one by one.
+func writeEach(w interface{ Write(arrow.RecordBatch) error }, group []arrow.RecordBatch) error {
+	for _, b := range group {
+		if err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func releaseAll(batches []arrow.RecordBatch) {

@@ -1,6 +1,8 @@
 package flightserver
 
 import (
+	"math"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -34,6 +36,38 @@ func mergeable(s *arrow.Schema) bool {
 			return false
 		}
 		if f.Type.(arrow.FixedWidthDataType).BitWidth()%8 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// maxGroupStringBytes bounds the string bytes of one column in a group:
+// merged or concatenated, a column's offsets are int32. A group over it
+// is sent batch by batch instead (only with strings of gigabytes).
+var maxGroupStringBytes int64 = math.MaxInt32
+
+// fitsOneBatch reports whether every string or binary column of group
+// holds at most maxGroupStringBytes bytes in all.
+func fitsOneBatch(group []arrow.RecordBatch) bool {
+	for c, f := range group[0].Schema().Fields() {
+		if f.Type.ID() != arrow.STRING && f.Type.ID() != arrow.BINARY {
+			continue
+		}
+		var total int64
+		for _, b := range group {
+			var offs []int32
+			switch v := b.Column(c).(type) {
+			case *array.String:
+				offs = v.ValueOffsets()
+			case *array.Binary:
+				offs = v.ValueOffsets()
+			}
+			if len(offs) > 0 {
+				total += int64(offs[len(offs)-1] - offs[0])
+			}
+		}
+		if total > maxGroupStringBytes {
 			return false
 		}
 	}

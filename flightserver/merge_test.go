@@ -2,6 +2,7 @@ package flightserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -335,4 +336,68 @@ func TestDoGetGroupsNestedColumns(t *testing.T) {
 	if g, w := renderRows(got...), renderRows(want...); !slices.Equal(g, w) {
 		t.Fatalf("%d rows, want %d, or values differ", len(g), len(w))
 	}
+}
+
+// A group whose strings would overflow int32 offsets is sent batch by
+// batch (the bound is lowered here: the real one takes gigabytes).
+func TestDoGetOversizedGroupSentBatchByBatch(t *testing.T) {
+	defer func(v int64) { maxGroupStringBytes = v }(maxGroupStringBytes)
+	maxGroupStringBytes = 20_000
+	ts := startServer(t, func(o *Options) { o.BatchRows = 1000; o.MaxEndpoints = 1 })
+	ctx := ctxT(t)
+	desc := cmdDesc(t, map[string]any{"table": "m", "create": map[string]any{"index_column": "ts", "index_type": "timestamp", "granularity": "10s", "entity_columns": []string{"host"}}})
+	var want []arrow.RecordBatch
+	first := 0
+	for _, n := range []int{700, 700, 700} {
+		rec := mergeRows(ts.cliMem, first, n)
+		defer rec.Release()
+		want = append(want, rec)
+		if _, err := ts.put(ctx, desc, rec.Schema(), rec); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+		first += n
+	}
+	got := ts.fetchBatches(t, ctx, "m")
+	defer releaseAll(got)
+	for _, rec := range got {
+		if rec.NumRows() != 700 {
+			t.Errorf("a batch of %d rows; want the scan's 700-row batches sent one by one", rec.NumRows())
+		}
+	}
+	if g, w := renderRows(got...), renderRows(want...); !slices.Equal(g, w) {
+		t.Fatalf("%d rows, want %d, or values differ", len(g), len(w))
+	}
+}
+
+// TestDoGetOversizedGroupSentBatchByBatchStandardCodec: the same through
+// arrow-go's writer.
+func TestDoGetOversizedGroupSentBatchByBatchStandardCodec(t *testing.T) {
+	TestDoGetOversizedGroupSentBatchByBatch(t)
+}
+
+// fetchBatches reads the whole table through its first endpoint and keeps
+// the batches (released by the caller).
+func (ts *testServer) fetchBatches(t *testing.T, ctx context.Context, table string) []arrow.RecordBatch {
+	t.Helper()
+	info := ts.info(ctx, pathDesc(table))
+	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var got []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		got = append(got, rec)
+	}
+	if err := rdr.Err(); err != nil {
+		releaseAll(got)
+		t.Fatal(err)
+	}
+	return got
 }

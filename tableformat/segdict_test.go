@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -106,9 +107,14 @@ func TestStringDictSameFileAsDensePath(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
 	defer releaseBatches(batches)
-	for _, rg := range []int64{1 << 20, 50000, 4096} {
-		t.Run(fmt.Sprintf("rowgroup=%d", rg), func(t *testing.T) {
+	for _, c := range []struct {
+		rg    int64
+		codec compress.Compression
+	}{{1 << 20, compress.Codecs.Zstd}, {50000, compress.Codecs.Zstd}, {4096, compress.Codecs.Zstd}, {50000, compress.Codecs.Uncompressed}} {
+		rg := c.rg
+		t.Run(fmt.Sprintf("rowgroup=%d,%s", rg, c.codec), func(t *testing.T) {
 			opts := DefaultAppendOptions()
+			opts.Compression = c.codec
 			opts.MaxRowsPerRowGroup = rg
 			dense := writeSegmentBytes(t, batches, false, opts)
 			fast := writeSegmentBytes(t, batches, true, opts)
@@ -212,3 +218,4 @@ func releaseBatches(batches []arrow.RecordBatch) {
 		b.Release()
 	}
 }
+

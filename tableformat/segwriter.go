@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -47,7 +48,8 @@ type segmentWriter struct {
 	workers  int
 	// dicts[i] is the dictionary front end of string column i in the open
 	// row group (nil for other columns).
-	dicts []*stringDict
+	dicts      []*stringDict
+	compressed bool
 
 	// nested path
 	fw *pqarrow.FileWriter
@@ -81,7 +83,8 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 	if err != nil {
 		return nil, storageErr("create segment "+path, err)
 	}
-	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema}
+	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema,
+		compressed: opts.Compression != compress.Codecs.Uncompressed}
 	w.buf = bufio.NewWriterSize(f, 1<<20)
 	w.count = &countingWriter{w: w.buf}
 	props := parquet.NewWriterProperties(
@@ -152,7 +155,11 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 			w.dicts = w.dicts[:0]
 			for _, f := range w.schema.Fields() {
 				var d *stringDict
-				if f.Type.ID() == arrow.STRING {
+				// Uncompressed columns are left to the dense path: for
+				// them arrow-go also weighs the dictionary's cost
+				// against plain encoding batch by batch, which writing
+				// indices would bypass.
+				if f.Type.ID() == arrow.STRING && w.compressed {
 					d = newStringDict()
 				}
 				w.dicts = append(w.dicts, d)
