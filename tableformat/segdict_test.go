@@ -218,4 +218,3 @@ func releaseBatches(batches []arrow.RecordBatch) {
 		b.Release()
 	}
 }
-
