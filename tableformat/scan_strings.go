@@ -106,6 +106,7 @@ type stringColumnReader struct {
 	idx      []int32
 	vals     [][]byte
 	usePlain bool
+	idBytes  int64 // value bytes of the ids in idx
 	// vals[pageVals:] point into the current page, whose memory the page
 	// reader may reuse for the next page: they are copied out first.
 	pageVals int
@@ -266,7 +267,7 @@ func (r *stringColumnReader) toPlain() {
 
 // read decodes the next n rows into an array of r.typ.
 func (r *stringColumnReader) read(n int) (arrow.Array, error) {
-	r.valid, r.idx, r.vals, r.usePlain, r.pageVals = r.valid[:0], r.idx[:0], r.vals[:0], false, 0
+	r.valid, r.idx, r.vals, r.usePlain, r.pageVals, r.idBytes = r.valid[:0], r.idx[:0], r.vals[:0], false, 0, 0
 	nulls := 0
 	for got := 0; got < n; {
 		if r.left == 0 {
@@ -313,11 +314,15 @@ func (r *stringColumnReader) read(n int) (arrow.Array, error) {
 			if err := r.ids.fill(ids); err != nil {
 				return nil, err
 			}
-			ndict := uint32(len(r.lens))
+			// Check every id against the dictionary and sum the
+			// values' lengths on the way.
+			lens := r.lens
+			ndict := uint32(len(lens))
 			for _, k := range ids {
 				if uint32(k) >= ndict {
 					return nil, fmt.Errorf("%w: dictionary index %d of %d entries", errStringPage, k, ndict)
 				}
+				r.idBytes += int64(lens[k])
 			}
 			if r.usePlain {
 				for _, k := range ids {
@@ -335,14 +340,11 @@ func (r *stringColumnReader) read(n int) (arrow.Array, error) {
 // build makes the array of n rows from r.valid and r.idx (dictionary ids
 // of the present rows) or r.vals (their values).
 func (r *stringColumnReader) build(n, nulls int, usePlain bool) (arrow.Array, error) {
-	var total int64
+	total := r.idBytes
 	if usePlain {
+		total = 0
 		for _, v := range r.vals {
 			total += int64(len(v))
-		}
-	} else {
-		for _, k := range r.idx {
-			total += int64(r.lens[k])
 		}
 	}
 	if total > scanMaxBinaryBytes {
