@@ -203,3 +203,108 @@ func writeDenseRange(arrProps *pqarrow.ArrowWriterProperties, cw file.ColumnChun
 	}
 	return writeDense(arrProps, cw, part, lv, nullable)
 }
+
+// int64Dict is the same front end for an int64 column (counters, gauges
+// and other fields with few distinct values per row group), in step with
+// arrow-go's int64 dictionary encoder, which hashes every value.
+type int64Dict struct {
+	ids  map[int64]int32
+	n    int   // distinct values learned
+	rows int64 // rows written so far
+	off  bool
+	idx  []int32
+}
+
+func newInt64Dict() *int64Dict { return &int64Dict{ids: make(map[int64]int32)} }
+
+func (d *int64Dict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.ColumnChunkWriter, arr *array.Int64, levels []int16, nullable bool) error {
+	iw, ok := cw.(*file.Int64ColumnChunkWriter)
+	sizer, ok2 := cw.CurrentEncoder().(rawSizer)
+	if !ok || !ok2 || d.off || !stringDictEnabled || !dictEncoding(cw) {
+		d.off = true
+		return writeDense(arrProps, cw, arr, levels, nullable)
+	}
+	step := int(cw.Properties().WriteBatchSize())
+	n := arr.Len()
+	vals := arr.Int64Values()
+	for s := 0; s < n; s += step {
+		e := min(n, s+step)
+		if d.off || !dictEncoding(cw) {
+			d.off = true
+			return writeDenseRange(arrProps, cw, arr, levels, nullable, s, n)
+		}
+		if d.lookup(arr, vals, s, e) {
+			if err := d.writeIndices(iw, sizer, vals[s:e], levels, s, e); err != nil {
+				return err
+			}
+		} else {
+			if err := writeDenseRange(arrProps, cw, arr, levels, nullable, s, e); err != nil {
+				return err
+			}
+			d.learn(arr, vals, s, e)
+		}
+		d.rows += int64(e - s)
+		if d.rows >= stringDictProbeRows && int64(d.n)*2 > d.rows {
+			d.off = true
+		}
+	}
+	return nil
+}
+
+func (d *int64Dict) lookup(arr *array.Int64, vals []int64, s, e int) bool {
+	if arr.NullN() > 0 {
+		for i := s; i < e; i++ {
+			if arr.IsNull(i) {
+				return false
+			}
+		}
+	}
+	d.idx = d.idx[:0]
+	for _, v := range vals[s:e] {
+		id, ok := d.ids[v]
+		if !ok {
+			return false
+		}
+		d.idx = append(d.idx, id)
+	}
+	return true
+}
+
+func (d *int64Dict) learn(arr *array.Int64, vals []int64, s, e int) {
+	for i := s; i < e; i++ {
+		if arr.IsNull(i) {
+			continue
+		}
+		if _, ok := d.ids[vals[i]]; !ok {
+			d.ids[vals[i]] = int32(d.n)
+			d.n++
+		}
+	}
+}
+
+func (d *int64Dict) writeIndices(cw *file.Int64ColumnChunkWriter, sizer rawSizer, vals []int64, levels []int16, s, e int) error {
+	if stats := cw.PageStatistics(); stats != nil {
+		lo, hi := vals[0], vals[0]
+		for _, v := range vals[1:] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		is, ok := stats.(*metadata.Int64Statistics)
+		if !ok {
+			return fmt.Errorf("%w: int64 column statistics are %T", ErrStorage, stats)
+		}
+		is.SetMinMax(lo, hi)
+		stats.IncNulls(0)
+		stats.IncNumValues(int64(e - s))
+	}
+	sizer.AddRawSize(8 * int64(e-s))
+	buf := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(d.idx))
+	data := array.NewData(arrow.PrimitiveTypes.Int32, len(d.idx), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	indices := array.NewInt32Data(data)
+	data.Release()
+	defer indices.Release()
+	var lv []int16
+	if levels != nil {
+		lv = levels[s:e]
+	}
+	return cw.WriteDictIndices(indices, lv, nil)
+}

@@ -36,6 +36,9 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 		{Name: "huge", Type: arrow.BinaryTypes.String},
 		{Name: "drift", Type: arrow.BinaryTypes.String},
 		{Name: "cycle", Type: arrow.BinaryTypes.String},
+		{Name: "gauge", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "igauge", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "idrift", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
 	pad := strings.Repeat("x", 150)
 	b := array.NewRecordBuilder(mem, schema)
@@ -69,6 +72,15 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 			// Long values from a set of five, in runs of 300: after the
 			// first 1,500 rows every page is written as indices only.
 			b.Field(8).(*array.StringBuilder).Append(fmt.Sprintf("%s%02d", pad, (row/300)%5))
+			// int64 columns: few values; few values and nulls; values
+			// that drift (each page its own min and max).
+			b.Field(9).(*array.Int64Builder).Append(int64(row*7%101) - 50)
+			if row%5000 < 40 && row%3 == 0 {
+				b.Field(10).AppendNull()
+			} else {
+				b.Field(10).(*array.Int64Builder).Append(int64(row % 13))
+			}
+			b.Field(11).(*array.Int64Builder).Append(int64(1_000_000 - row/1500))
 			row++
 		}
 		out = append(out, b.NewRecordBatch())

@@ -49,6 +49,7 @@ type segmentWriter struct {
 	// dicts[i] is the dictionary front end of string column i in the open
 	// row group (nil for other columns).
 	dicts      []*stringDict
+	intDicts   []*int64Dict
 	compressed bool
 
 	// nested path
@@ -153,7 +154,13 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 			}
 			w.rgw, w.rgRows = rgw, 0
 			w.dicts = w.dicts[:0]
+			w.intDicts = w.intDicts[:0]
 			for _, f := range w.schema.Fields() {
+				var di *int64Dict
+				if f.Type.ID() == arrow.INT64 && w.compressed {
+					di = newInt64Dict()
+				}
+				w.intDicts = append(w.intDicts, di)
 				var d *stringDict
 				// Uncompressed columns are left to the dense path: for
 				// them arrow-go also weighs the dictionary's cost
@@ -228,6 +235,10 @@ func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
 				}
 				if str, ok := arr.(*array.String); ok && w.dicts[i] != nil {
 					errs[i] = w.dicts[i].write(&w.arrProps, cw, str, levels, nullable)
+					continue
+				}
+				if i64, ok := arr.(*array.Int64); ok && w.intDicts[i] != nil {
+					errs[i] = w.intDicts[i].write(&w.arrProps, cw, i64, levels, nullable)
 					continue
 				}
 				errs[i] = writeDense(&w.arrProps, cw, arr, levels, nullable)
