@@ -158,10 +158,11 @@ func sendMessage(stream grpc.ServerStream, header []byte, chunks [][]byte, bodyL
 
 // zeroCopyWriter writes a DoGet stream: the schema first, then batches.
 type zeroCopyWriter struct {
-	stream  grpc.ServerStream
-	mem     memory.Allocator
-	started bool
-	schema  *arrow.Schema
+	stream   grpc.ServerStream
+	mem      memory.Allocator
+	groupMem memory.Allocator // for groups that must be concatenated
+	started  bool
+	schema   *arrow.Schema
 }
 
 func (w *zeroCopyWriter) start() error {
@@ -187,17 +188,15 @@ func (w *zeroCopyWriter) Write(rec arrow.RecordBatch) error {
 // without copying when the schema allows (see merge.go), else
 // concatenated.
 func (w *zeroCopyWriter) WriteGroup(group []arrow.RecordBatch) error {
-	if len(group) == 1 || !fitsOneBatch(group) {
-		return writeEach(w, group)
+	var merge func([]arrow.RecordBatch) error
+	if mergeable(w.schema) {
+		merge = w.writeMerged
 	}
-	if !mergeable(w.schema) {
-		rec, err := concatBatches(group, w.mem)
-		if err != nil {
-			return err
-		}
-		defer rec.Release()
-		return w.Write(rec)
-	}
+	return writeGroup(w, group, w.groupMem, merge)
+}
+
+// writeMerged sends group as one record batch laid end to end.
+func (w *zeroCopyWriter) writeMerged(group []arrow.RecordBatch) error {
 	if err := w.start(); err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	defer rdr.Release()
 	var w groupWriter
 	if s.zeroCopy.Load() {
-		w = &zeroCopyWriter{stream: stream, mem: s.alloc, schema: rdr.Schema()}
+		w = &zeroCopyWriter{stream: stream, mem: s.alloc, groupMem: s.scanAlloc(), schema: rdr.Schema()}
 	} else {
 		w = &copyingWriter{Writer: flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: s.scanAlloc()}
 	}
@@ -88,10 +88,20 @@ type copyingWriter struct {
 }
 
 func (w *copyingWriter) WriteGroup(group []arrow.RecordBatch) error {
-	if len(group) == 1 || !fitsOneBatch(group) {
+	return writeGroup(w, group, w.mem, nil)
+}
+
+// writeGroup sends group through w as one batch: laid end to end by merge
+// when it is not nil, else concatenated (allocated from mem); batch by
+// batch when one batch could not hold the group's strings.
+func writeGroup(w interface{ Write(arrow.RecordBatch) error }, group []arrow.RecordBatch, mem memory.Allocator, merge func([]arrow.RecordBatch) error) error {
+	switch {
+	case len(group) == 1 || !fitsOneBatch(group):
 		return writeEach(w, group)
+	case merge != nil:
+		return merge(group)
 	}
-	rec, err := concatBatches(group, w.mem)
+	rec, err := concatBatches(group, mem)
 	if err != nil {
 		return err
 	}

@@ -139,20 +139,9 @@ func TestDoGetMergesBatches(t *testing.T) {
 		}
 		first += n
 	}
-	info := ts.info(ctx, pathDesc("m"))
-	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
-	var got []arrow.RecordBatch
+	got := ts.fetchBatches(t, ctx, "m")
 	var sizes []int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	for _, rec := range got {
 		for c, col := range rec.Columns() {
 			if v, ok := col.(interface{ ValidateFull() error }); ok {
 				if err := v.ValidateFull(); err != nil {
@@ -160,12 +149,7 @@ func TestDoGetMergesBatches(t *testing.T) {
 				}
 			}
 		}
-		rec.Retain()
-		got = append(got, rec)
 		sizes = append(sizes, rec.NumRows())
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
 	}
 	defer releaseAll(got)
 	merged := false
@@ -310,25 +294,7 @@ func TestDoGetGroupsNestedColumns(t *testing.T) {
 			t.Fatalf("put: %v", err)
 		}
 	}
-	info := ts.info(ctx, pathDesc("n"))
-	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
-	var got []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		got = append(got, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	got := ts.fetchBatches(t, ctx, "n")
 	defer releaseAll(got)
 	if len(got) != 2 || got[0].NumRows() != 1400 {
 		t.Errorf("%d batches (first %d rows), want 1400 rows then 700", len(got), got[0].NumRows())

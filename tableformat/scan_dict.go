@@ -118,21 +118,28 @@ func scanExpandDict(mem memory.Allocator, d *array.Dictionary, t arrow.DataType)
 	}
 	offs[n] = pos
 	dataBuf.ResizeNoShrink(int(total))
-	// Validity (zeroed: bits past the last row stay clear).
-	var valid *memory.Buffer
+	return scanBinaryArray(mem, t, n, nulls, d.IsValid, offBuf, dataBuf)
+}
+
+// scanBinaryArray assembles a utf8 or binary array of n rows from its
+// offsets and values (both of which it takes over) and, when there are
+// nulls, a validity bitmap built from valid.
+func scanBinaryArray(mem memory.Allocator, t arrow.DataType, n, nulls int, valid func(int) bool, offBuf, dataBuf *memory.Buffer) arrow.Array {
+	var bitmap *memory.Buffer
 	if nulls > 0 {
-		valid = memory.NewResizableBuffer(mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(n))))
-		bits := valid.Bytes()
-		for i := 0; i < n; i++ {
-			if d.IsValid(i) {
+		// Zeroed: bits past the last row stay clear.
+		bitmap = memory.NewResizableBuffer(mem)
+		bitmap.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := bitmap.Bytes()
+		for i := range n {
+			if valid(i) {
 				bitutil.SetBit(bits, i)
 			}
 		}
 	}
-	out := array.NewData(t, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
-	if valid != nil {
-		valid.Release()
+	out := array.NewData(t, n, []*memory.Buffer{bitmap, offBuf, dataBuf}, nil, nulls, 0)
+	if bitmap != nil {
+		bitmap.Release()
 	}
 	offBuf.Release()
 	dataBuf.Release()

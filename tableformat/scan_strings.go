@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -408,25 +406,8 @@ func (r *stringColumnReader) build(n, nulls int, usePlain bool) (arrow.Array, er
 	}
 	offs[n] = pos
 	dataBuf.ResizeNoShrink(int(total))
-	var valid *memory.Buffer
-	if nulls > 0 {
-		valid = memory.NewResizableBuffer(r.mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(n))))
-		bm := valid.Bytes()
-		for i, ok := range r.valid[:n] {
-			if ok {
-				bitutil.SetBit(bm, i)
-			}
-		}
-	}
-	out := array.NewData(r.typ, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
-	if valid != nil {
-		valid.Release()
-	}
-	offBuf.Release()
-	dataBuf.Release()
-	defer out.Release()
-	return array.MakeFromData(out), nil
+	valid := func(i int) bool { return r.valid[i] }
+	return scanBinaryArray(r.mem, r.typ, n, nulls, valid, offBuf, dataBuf), nil
 }
 
 // rleDecoder reads Parquet's RLE / bit-packed hybrid encoding of values of

@@ -90,8 +90,8 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 
 func writeSegmentBytes(t *testing.T, batches []arrow.RecordBatch, fast bool, opts *AppendOptions) []byte {
 	t.Helper()
-	defer func(v bool) { stringDictEnabled = v }(stringDictEnabled)
-	stringDictEnabled = fast
+	defer func(v bool) { dictFrontEnabled = v }(dictFrontEnabled)
+	dictFrontEnabled = fast
 	fsys := storage.NewMem()
 	w, err := newSegmentWriter(fsys, "seg.parquet", batches[0].Schema(), opts, memory.DefaultAllocator)
 	if err != nil {

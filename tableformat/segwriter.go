@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -46,10 +45,9 @@ type segmentWriter struct {
 	rgw      file.BufferedRowGroupWriter
 	rgRows   int64
 	workers  int
-	// dicts[i] is the dictionary front end of string column i in the open
-	// row group (nil for other columns).
-	dicts      []*stringDict
-	intDicts   []*int64Dict
+	// fronts[i] is the dictionary front end of column i in the open row
+	// group (nil for columns written the dense way).
+	fronts     []dictFrontEnd
 	compressed bool
 
 	// nested path
@@ -153,23 +151,9 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 				return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
 			}
 			w.rgw, w.rgRows = rgw, 0
-			w.dicts = w.dicts[:0]
-			w.intDicts = w.intDicts[:0]
+			w.fronts = w.fronts[:0]
 			for _, f := range w.schema.Fields() {
-				var di *int64Dict
-				if f.Type.ID() == arrow.INT64 && w.compressed {
-					di = newInt64Dict()
-				}
-				w.intDicts = append(w.intDicts, di)
-				var d *stringDict
-				// Uncompressed columns are left to the dense path: for
-				// them arrow-go also weighs the dictionary's cost
-				// against plain encoding batch by batch, which writing
-				// indices would bypass.
-				if f.Type.ID() == arrow.STRING && w.compressed {
-					d = newStringDict()
-				}
-				w.dicts = append(w.dicts, d)
+				w.fronts = append(w.fronts, newDictFrontEnd(f.Type, w.compressed))
 			}
 		}
 		n := min(rec.NumRows()-off, w.maxRows-w.rgRows)
@@ -233,12 +217,8 @@ func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
 						}
 					}
 				}
-				if str, ok := arr.(*array.String); ok && w.dicts[i] != nil {
-					errs[i] = w.dicts[i].write(&w.arrProps, cw, str, levels, nullable)
-					continue
-				}
-				if i64, ok := arr.(*array.Int64); ok && w.intDicts[i] != nil {
-					errs[i] = w.intDicts[i].write(&w.arrProps, cw, i64, levels, nullable)
+				if front := w.fronts[i]; front != nil {
+					errs[i] = front.write(&w.arrProps, cw, arr, levels, nullable)
 					continue
 				}
 				errs[i] = writeDense(&w.arrProps, cw, arr, levels, nullable)
