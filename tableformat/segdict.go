@@ -182,21 +182,23 @@ func (d *stringDict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.Colu
 func (d *stringDict) distinct() int { return len(d.values) }
 
 func (d *stringDict) lookup(st *dictState, s, e int) bool {
-	if d.arr.NullN() > 0 {
+	arr, ids := d.arr, d.ids
+	if arr.NullN() > 0 {
 		for i := s; i < e; i++ {
-			if d.arr.IsNull(i) {
+			if arr.IsNull(i) {
 				return false
 			}
 		}
 	}
-	st.idx = st.idx[:0]
+	idx := st.idx[:0]
 	for i := s; i < e; i++ {
-		id, ok := d.ids[d.arr.Value(i)]
+		id, ok := ids[arr.Value(i)]
 		if !ok {
 			return false
 		}
-		st.idx = append(st.idx, id)
+		idx = append(idx, id)
 	}
+	st.idx = idx
 	return true
 }
 
@@ -274,21 +276,23 @@ func (d *int64Dict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.Colum
 func (d *int64Dict) distinct() int { return len(d.ids) }
 
 func (d *int64Dict) lookup(st *dictState, s, e int) bool {
-	if d.arr.NullN() > 0 {
+	arr, ids := d.arr, d.ids
+	if arr.NullN() > 0 {
 		for i := s; i < e; i++ {
-			if d.arr.IsNull(i) {
+			if arr.IsNull(i) {
 				return false
 			}
 		}
 	}
-	st.idx = st.idx[:0]
+	idx := st.idx[:0]
 	for _, v := range d.vals[s:e] {
-		id, ok := d.ids[v]
+		id, ok := ids[v]
 		if !ok {
 			return false
 		}
-		st.idx = append(st.idx, id)
+		idx = append(idx, id)
 	}
+	st.idx = idx
 	return true
 }
 
