@@ -65,7 +65,7 @@ func IsAction(name string) bool {
 func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any, error) {
 	switch name {
 	case ActionCreateTable:
-		var a createTableAction
+		var a TableSpec
 		if err := decodeStrict(name, body, &a); err != nil {
 			return nil, err
 		}
@@ -98,8 +98,9 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
 }
 
-// createTableAction is the body of create-table.
-type createTableAction struct {
+// TableSpec is how to create a table: the body of the create-table action
+// and the "create" member of a DoPut command.
+type TableSpec struct {
 	Table         string          `json:"table"`
 	IndexColumn   string          `json:"index_column"`
 	IndexType     string          `json:"index_type"`
@@ -108,7 +109,7 @@ type createTableAction struct {
 	Timezone      *string         `json:"timezone,omitempty"`
 }
 
-func (a *createTableAction) options() (tableformat.CreateOptions, error) {
+func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 	if err := ValidateTableName(a.Table); err != nil {
 		return tableformat.CreateOptions{}, err
 	}

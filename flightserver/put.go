@@ -16,8 +16,8 @@ import (
 
 // putCommand is the JSON body of a DoPut CMD descriptor.
 type putCommand struct {
-	Table  string             `json:"table"`
-	Create *createTableAction `json:"create,omitempty"`
+	Table  string     `json:"table"`
+	Create *TableSpec `json:"create,omitempty"`
 }
 
 // PutResult is the app_metadata of the PutResult a DoPut answers with.
@@ -48,15 +48,10 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	opts := tableformat.DefaultAppendOptions()
-	if s.alloc != memory.DefaultAllocator {
-		opts.Alloc = s.alloc // tests count every byte
-	}
-	opts.MaxRetries = s.opts.AppendRetries
-	res, err := tb.Append(ctx, readerOf(rdr), opts)
+	res, err := s.Append(ctx, tb, readerOf(rdr))
 	if err != nil {
 		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
-		return Status(err)
+		return err
 	}
 	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Segment.RowCount, Segment: res.Segment.Path})
 	if err != nil {
@@ -89,27 +84,10 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		if cmd.Create == nil {
 			return s.Table(ctx, cmd.Table)
 		}
-		// Check the create options even when the table exists, so that a
-		// bad command fails the same way every time.
 		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
 			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", quoteName(cmd.Create.Table), quoteName(cmd.Table))
 		}
-		cmd.Create.Table = cmd.Table
-		co, err := cmd.Create.options()
-		if err != nil {
-			return nil, err
-		}
-		tb, err := s.Table(ctx, cmd.Table)
-		if err == nil || !isNotFound(err) {
-			return tb, err
-		}
-		if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
-			return nil, Status(err)
-		}
-		tb, err = s.catalog.create(ctx, cmd.Table, co)
-		if isAlreadyExists(err) { // created concurrently: use it
-			return s.Table(ctx, cmd.Table)
-		}
+		tb, _, err := s.OpenOrCreate(ctx, cmd.Table, cmd.Create, schema)
 		return tb, err
 	}
 	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
@@ -117,3 +95,47 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 
 // readerOf adapts a Flight reader to array.RecordReader.
 func readerOf(r *flight.Reader) array.RecordReader { return r.Reader }
+
+// Append appends one stream to tb as one segment and one commit, the way
+// DoPut does (same allocator and commit retries); errors are gRPC statuses.
+func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.RecordReader) (*tableformat.AppendResult, error) {
+	opts := tableformat.DefaultAppendOptions()
+	if s.alloc != memory.DefaultAllocator {
+		opts.Alloc = s.alloc // tests count every byte
+	}
+	opts.MaxRetries = s.opts.AppendRetries
+	res, err := tb.Append(ctx, rdr, opts)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return res, nil
+}
+
+// OpenOrCreate opens table name or, when it does not exist, creates it as
+// spec says with the logical schema of schema (the stream to be appended).
+// spec is checked even when the table exists, so that a bad spec fails the
+// same way every time. created reports whether this call created it.
+func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (tb *tableformat.Table, created bool, err error) {
+	if err := ValidateTableName(name); err != nil {
+		return nil, false, err
+	}
+	sp := *spec
+	sp.Table = name
+	co, err := sp.options()
+	if err != nil {
+		return nil, false, err
+	}
+	tb, err = s.Table(ctx, name)
+	if err == nil || !isNotFound(err) {
+		return tb, false, err
+	}
+	if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
+		return nil, false, Status(err)
+	}
+	tb, err = s.catalog.create(ctx, name, co)
+	if isAlreadyExists(err) { // created concurrently: use it
+		tb, err = s.Table(ctx, name)
+		return tb, false, err
+	}
+	return tb, err == nil, err
+}

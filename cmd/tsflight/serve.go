@@ -144,6 +144,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
 	}
+	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"))
+	if err != nil {
+		return fmt.Errorf("starting Flight SQL: %w", err)
+	}
+	defer closeSQL()
 	lis, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return err
@@ -161,7 +166,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		grpc.MaxSendMsgSize(int(cfg.maxSend) + headerAllowance),
 	}, svc.GRPCOptions()...) // zero-copy DoGet
 	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware()}, gopts...)
-	srv.RegisterFlightService(svc)
+	srv.RegisterFlightService(service)
 	srv.InitListener(conns)
 
 	sigs := make(chan os.Signal, 2)

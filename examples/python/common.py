@@ -1,12 +1,15 @@
-"""Helpers shared by the tsflight pyarrow.flight examples.
+"""Helpers shared by the tsflight pyarrow.flight and ADBC examples.
 
-Each example takes the server URL as its only argument, for example
+Each example takes the server URL as its first argument, for example
 grpc://127.0.0.1:8815, prints a few lines and exits non-zero on failure.
+The ADBC examples (*_adbc.py) also use Checks, adbc_connect and sql_scalar;
+the driver is imported only by them.
 """
 
 import datetime
 import json
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -132,6 +135,121 @@ def dumps(obj):
     return json.dumps(obj, separators=(",", ":"))
 
 
+class Checks:
+    """PASS/FAIL lines for the ADBC examples, which run many independent
+    checks: each prints one line, "PASS label: detail" or "FAIL label:
+    detail", and a failed check does not stop the ones after it. done()
+    raises ExampleFailure if any failed, so the script exits 1."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def ok(self, label, good, detail=""):
+        """One check: good is true or false; returns good."""
+        good = bool(good)
+        if good:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print("%s %s%s" % ("PASS" if good else "FAIL", label, ": " + detail if detail else ""))
+        return good
+
+    def equal(self, label, got, want, detail=""):
+        """got == want; the line shows both when they differ."""
+        if got == want:
+            return self.ok(label, True, detail or str(got))
+        return self.ok(label, False, "got %r, want %r%s" % (got, want, "; " + detail if detail else ""))
+
+    def run(self, label, fn, *args):
+        """Call fn(*args); an exception fails the check labelled `label`
+        (and returns None), otherwise fn's result is returned and nothing is
+        printed: fn makes its own checks."""
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - report any failure as a FAIL line
+            self.ok(label, False, "%s: %s" % (type(e).__name__, first_line(e)))
+            return None
+
+    def fails(self, label, fn, *words):
+        """fn() must raise; with words, the error message must contain each
+        of them (case-insensitive; a word may be a tuple of alternatives).
+        Returns the message, or None if fn did not fail."""
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - any error is what we want here
+            msg = first_line(e)
+            missing = [w for w in words if not any(x.lower() in msg.lower() for x in _alternatives(w))]
+            if missing:
+                self.ok(label, False, "error does not mention %s: %s" % (
+                    " and ".join("/".join(_alternatives(w)) for w in missing), msg))
+            else:
+                self.ok(label, True, msg)
+            return msg
+        self.ok(label, False, "succeeded, but it should have failed")
+        return None
+
+    def done(self):
+        print("%d checks passed, %d failed" % (self.passed, self.failed))
+        if self.failed:
+            raise ExampleFailure("%d of %d checks failed" % (self.failed, self.passed + self.failed))
+
+
+def _alternatives(word):
+    return word if isinstance(word, tuple) else (word,)
+
+
+def first_line(e):
+    """The first line of an exception's message (ADBC errors append
+    details on further lines)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def adbc_connect(url, **kwargs):
+    """adbc_driver_flightsql.dbapi.connect(url, **kwargs). The driver's
+    warning that autocommit cannot be turned off (the server offers no
+    transactions, so the connection stays in autocommit) is printed as a
+    note instead of going to stderr as a Python warning."""
+    try:
+        import adbc_driver_flightsql.dbapi as dbapi
+    except ImportError as e:
+        raise ExampleFailure("%s (pip install -r .ci/requirements.txt)" % e)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        conn = dbapi.connect(url, **kwargs)
+    for w in caught:
+        print("note: ADBC warning: %s" % w.message)
+    return conn
+
+
+def sql_scalar(conn, sql, params=None):
+    """Run a query that returns one row of one column; return the value."""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+    if len(rows) != 1 or len(rows[0]) != 1:
+        raise ExampleFailure("%s: %d rows, expected one row of one column" % (sql, len(rows)))
+    return rows[0][0]
+
+
+def quote_ident(name):
+    """A SQL identifier in double quotes (tsflight table names need none, but
+    column names may)."""
+    return '"%s"' % name.replace('"', '""')
+
+
+def _expected_errors():
+    """The errors main reports in one line: Flight, Arrow, ExampleFailure,
+    OS errors and, once an ADBC example has loaded the driver manager, ADBC
+    errors."""
+    errors = (flight.FlightError, pa.ArrowException, ExampleFailure, OSError)
+    adbc = sys.modules.get("adbc_driver_manager")
+    if adbc is not None:
+        errors += (adbc.Error,)
+    return errors
+
+
 def main(run, usage="SERVER_URL"):
     """Run run(*args) with the command-line arguments (as many as usage
     names), turning errors into a message on stderr and exit code 1; bad
@@ -145,6 +263,8 @@ def main(run, usage="SERVER_URL"):
         sys.exit(2)
     try:
         run(*args)
-    except (flight.FlightError, pa.ArrowException, ExampleFailure, OSError) as e:
+    except Exception as e:
+        if not isinstance(e, _expected_errors()):
+            raise
         print("error: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         sys.exit(1)

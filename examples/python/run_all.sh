@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the pyarrow.flight examples in order against a running server and
-# checks their output.
+# checks their output, then the ADBC (Flight SQL) ones: ingest_adbc.py
+# always, metadata_adbc.py with REF_TABLE, sql_adbc.py with REF_TABLE and
+# REF_EXPECTED_JSON (the ADBC packages of .ci/requirements.txt must be
+# installed).
 #
 #   run_all.sh SERVER_URL [REF_TABLE [REF_EXPECTED_JSON]]
 #
@@ -91,6 +94,24 @@ check add_columns.py "$url" -- \
   'old rows (before 2024-06-01T02:00:00Z): 2100, temp_c null in 2100' \
   'new rows: 120, temp_c null in 60, sum(temp_c) = 2450.50'
 
+# The ADBC (Flight SQL) examples: bulk ingest into fresh uniquely named
+# tables, so they can run on any root.
+check ingest_adbc.py "$url" -- \
+  'PASS ingest A mode="create" (headers on the statement)' \
+  'PASS A rows: count(*) = 120 (want 120), max(ts) = 2024-06-01T00:00:59Z' \
+  "PASS A index spec from the headers: ('ts', 'timestamp', '1s', ['host'])" \
+  'PASS ingest A mode="append"' \
+  'PASS A rows: count(*) = 240 (want 240), max(ts) = 2024-06-01T00:01:59Z' \
+  'PASS ingest A mode="create_append" (table exists)' \
+  'PASS A rows: count(*) = 360 (want 360), max(ts) = 2024-06-01T00:02:59Z' \
+  'PASS ingest A mode="create" (table exists) refused' \
+  'PASS ingest A mode="replace" refused' \
+  'PASS ingest C mode="create" without the headers refused' \
+  'PASS C not created' \
+  'PASS ingest B mode="create_append" (new table, headers on the connection)' \
+  'PASS B rows: count(*) = 120 (want 120), max(ts) = 2024-06-01T00:00:59Z' \
+  '14 checks passed, 0 failed'
+
 if [ -n "$ref_table" ]; then
   want=()
   if [ -n "$ref_expected" ]; then
@@ -115,6 +136,49 @@ print(e["version"], len(e["segments"]), sum(s["row_count"] for s in e["segments"
       'gaps ts_entity [2024-06-01T00:00:00Z, 2024-06-11T00:00:00Z) symbol=NVDA: 0 missing intervals: none') ;;
   esac
   check check_reference_table.py "$url" "$ref_table" -- "${want[@]}"
+
+  check metadata_adbc.py "$url" "$ref_table" -- \
+    'PASS get_objects has catalog tsflight, schema main' \
+    "PASS get_objects lists tsflight.main.$ref_table" \
+    "PASS get_objects $ref_table table_type: TABLE" \
+    "PASS get_objects $ref_table columns = Flight schema" \
+    'PASS get_objects lists every ListFlights table' \
+    'PASS get_objects with catalog/schema/table filters' \
+    'PASS get_table_schema = Flight GetSchema names and types' \
+    'PASS get_table_schema (catalog/schema given) = Flight GetSchema names and types' \
+    'PASS execute_schema SELECT * field names = Flight schema' \
+    'PASS get_info vendor_name' \
+    'PASS get_info vendor_version' \
+    'PASS get_table_types contains TABLE'
+
+  if [ -n "$ref_expected" ]; then
+    want=("PASS count(*) FROM $ref_table = expected.json rows"
+      "PASS count(*) FROM main.$ref_table, tsflight.main.$ref_table"
+      'PASS time range with literals = Flight scan'
+      'PASS time range with ? parameters (UTC datetimes) = Flight scan'
+      'PASS time range with ? parameters (naive datetimes) = Flight scan'
+      'PASS ? parameters over the whole index range = expected.json rows'
+      'PASS fetch_arrow_table columns = expected.json columns'
+      'PASS fetch_arrow_table rows = expected.json rows'
+      'PASS fetch_arrow_table values = plain Flight scan'
+      'PASS ts_coverage = coverage action'
+      'PASS ts_gaps = gaps action'
+      'PASS INSERT (cursor.execute) refused'
+      'PASS DELETE (executescript) refused'
+      'PASS count(*) unchanged after the refused writes')
+    case "$ref_table" in
+    ts_entity) # the fixture of testdata/reference/make_tables.py
+      want+=('PASS count(*) FROM ts_entity = expected.json rows: 288'
+        'PASS time range with literals = Flight scan: 36 rows in [2024-06-01T05:00:00Z, 2024-06-01T17:00:00Z)'
+        'PASS ts_coverage = coverage action: expected=720 covered=288'
+        'PASS ts_gaps = gaps action: 1 gaps: 2024-06-02T00:00:00Z..2024-06-11T00:00:00Z (216)'
+        'PASS ts_coverage symbol=AAPL = coverage action: expected=240 covered=24'
+        'PASS ts_gaps symbol=AAPL = gaps action: 1 gaps: 2024-06-02T00:00:00Z..2024-06-11T00:00:00Z (216)'
+        'PASS ts_coverage symbol=NVDA = coverage action: expected=240 covered=240'
+        'PASS ts_gaps symbol=NVDA = gaps action: 0 gaps: none') ;;
+    esac
+    check sql_adbc.py "$url" "$ref_table" "$ref_expected" -- "${want[@]}"
+  fi
 fi
 
 echo "$passed passed, $failed failed"

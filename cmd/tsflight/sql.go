@@ -1,0 +1,26 @@
+//go:build duckdb_arrow
+
+package main
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightsql"
+)
+
+// withSQL wraps svc with Flight SQL (DuckDB): this binary was built with
+// the duckdb_arrow tag. The returned close releases DuckDB.
+func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger) (flight.FlightServer, func() error, error) {
+	opts := flightsql.DefaultOptions()
+	opts.Logger = log
+	opts.Version = versionString()
+	srv, err := flightsql.New(ctx, svc, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv.Service(), srv.Close, nil
+}

@@ -1,0 +1,69 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
+)
+
+// sqlStatus maps an error from DuckDB (or from the table layer) to the
+// gRPC status a client sees. It is the one place SQL errors get codes:
+//
+//	parser, binder, conversion, invalid input, type errors  InvalidArgument
+//	catalog "does not exist"                                 NotFound
+//	interrupted query, cancelled context                     Canceled
+//	out of memory                                            ResourceExhausted
+//	not implemented                                          Unimplemented
+//	permission (a file outside the root, say)                PermissionDenied
+//	anything else                                            Internal
+//
+// An error that already carries a gRPC status keeps it; table errors go
+// through flightserver.Status.
+func sqlStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return status.Error(codes.Canceled, "the query was cancelled")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, "the query ran past its deadline")
+	}
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return flightserver.Status(err)
+	}
+	code := codes.Internal
+	switch de.Type {
+	case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeConversion,
+		duckdb.ErrorTypeInvalidInput, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType,
+		duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeParameterNotResolved,
+		duckdb.ErrorTypeParameterNotAllowed, duckdb.ErrorTypeInvalid, duckdb.ErrorTypeExpression, duckdb.ErrorTypeDecimal:
+		code = codes.InvalidArgument
+	case duckdb.ErrorTypeCatalog:
+		code = codes.InvalidArgument
+		if strings.Contains(de.Msg, "does not exist") {
+			code = codes.NotFound
+		}
+	case duckdb.ErrorTypeInterrupt:
+		code = codes.Canceled
+	case duckdb.ErrorTypeOutOfMemory:
+		code = codes.ResourceExhausted
+	case duckdb.ErrorTypeNotImplemented:
+		code = codes.Unimplemented
+	case duckdb.ErrorTypePermission:
+		code = codes.PermissionDenied
+	}
+	return status.Error(code, de.Error())
+}

@@ -1,0 +1,319 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
+)
+
+// sqlServer is a real tsflight listener (plain Flight + Flight SQL) on a
+// loopback port over a temporary root, with a Flight SQL client. Server
+// and client allocate from checked allocators; the cleanup asserts that
+// every byte was freed. Query plans are logged to logs.
+type sqlServer struct {
+	t      *testing.T
+	root   string
+	svc    *flightserver.Service
+	sql    *Server
+	srv    flight.Server
+	client *flightsql.Client
+	srvMem *memory.CheckedAllocator
+	cliMem *memory.CheckedAllocator
+	logs   *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func startSQL(t *testing.T) *sqlServer {
+	t.Helper()
+	s := &sqlServer{
+		t:      t,
+		root:   t.TempDir(),
+		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+		logs:   &syncBuffer{},
+	}
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: s.logs, JSONFormat: true})
+	fo := flightserver.DefaultOptions(s.root)
+	fo.Alloc = s.srvMem
+	fo.ScanAlloc = s.srvMem
+	fo.Logger = log
+	svc, err := flightserver.New(fo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.svc = svc
+	so := DefaultOptions()
+	so.Alloc = s.srvMem
+	so.Logger = log
+	so.Threads = 2
+	s.sql, err = New(context.Background(), svc, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = flight.NewServerWithMiddleware(nil, svc.GRPCOptions()...)
+	s.srv.RegisterFlightService(s.sql.Service())
+	if err := s.srv.Init("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.srv.Serve() }()
+	s.client, err = flightsql.NewClient(s.srv.Addr().String(), nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.client.Alloc = s.cliMem
+	t.Cleanup(func() {
+		s.client.Close()
+		s.srv.Shutdown()
+		<-served
+		if err := s.sql.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		s.cliMem.AssertSize(t, 0)
+		s.srvMem.AssertSize(t, 0)
+	})
+	return s
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// cpuSchema is the test table's schema: a UTC timestamp index, an entity
+// column and a value.
+var cpuSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "host", Type: arrow.BinaryTypes.String},
+	{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+}, nil)
+
+var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// cpuBatch holds n rows per host starting at start, one per second;
+// usage is the row's second offset from t0 plus the host number.
+func cpuBatch(mem memory.Allocator, start time.Time, n int, hosts ...string) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, cpuSchema)
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		ts := start.Add(time.Duration(i) * time.Second)
+		for h, host := range hosts {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ts.UnixMicro()))
+			b.Field(1).(*array.StringBuilder).Append(host)
+			b.Field(2).(*array.Float64Builder).Append(ts.Sub(t0).Seconds() + float64(h))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// ingest appends batches to table through Flight SQL bulk ingest.
+func (s *sqlServer) ingest(ctx context.Context, table string, mode string, opts map[string]string, batches ...arrow.RecordBatch) (int64, error) {
+	rdr, err := array.NewRecordReader(batches[0].Schema(), batches)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	o := &flightsql.ExecuteIngestOpts{Table: table, Options: opts}
+	td := &flightsql.TableDefinitionOptions{}
+	switch mode {
+	case "create":
+		td.IfNotExist, td.IfExists = flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionFail
+	case "append":
+		td.IfNotExist, td.IfExists = flightsql.TableDefinitionOptionsTableNotExistOptionFail, flightsql.TableDefinitionOptionsTableExistsOptionAppend
+	case "create_append":
+		td.IfNotExist, td.IfExists = flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionAppend
+	case "replace":
+		td.IfNotExist, td.IfExists = flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace
+	}
+	o.TableDefinitionOptions = td
+	return s.client.ExecuteIngest(ctx, rdr, o)
+}
+
+var cpuOpts = map[string]string{"tsflight.granularity": "1s", "tsflight.entity_columns": "host"}
+
+// makeCPU creates table "cpu" with `segments` segments of one hour each
+// (3600 rows per host, hosts a and b), hour i starting at t0 + i hours.
+func (s *sqlServer) makeCPU(ctx context.Context, segments int) {
+	s.t.Helper()
+	for i := 0; i < segments; i++ {
+		rec := cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 3600, "a", "b")
+		mode := "append"
+		if i == 0 {
+			mode = "create"
+		}
+		n, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
+		rec.Release()
+		if err != nil {
+			s.t.Fatalf("ingest segment %d: %v", i, err)
+		}
+		if n != 7200 {
+			s.t.Fatalf("ingest segment %d: %d rows, want 7200", i, n)
+		}
+	}
+}
+
+// result is a fetched query result.
+type result struct {
+	schema *arrow.Schema
+	recs   []arrow.RecordBatch
+	rows   int64
+}
+
+func (r *result) release() {
+	for _, rec := range r.recs {
+		rec.Release()
+	}
+}
+
+// fetch reads every endpoint of info in order.
+func (s *sqlServer) fetch(ctx context.Context, info *flight.FlightInfo) (*result, error) {
+	res := &result{}
+	for _, ep := range info.Endpoint {
+		rdr, err := s.client.DoGet(ctx, ep.Ticket)
+		if err != nil {
+			res.release()
+			return nil, err
+		}
+		res.schema = rdr.Schema()
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			rec.Retain()
+			res.recs = append(res.recs, rec)
+			res.rows += rec.NumRows()
+		}
+		err = rdr.Err()
+		rdr.Release()
+		if err != nil {
+			res.release()
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// query runs q through CommandStatementQuery and returns its result.
+func (s *sqlServer) query(ctx context.Context, q string) (*result, error) {
+	info, err := s.client.Execute(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.fetch(ctx, info)
+}
+
+func (s *sqlServer) mustQuery(ctx context.Context, q string) *result {
+	s.t.Helper()
+	r, err := s.query(ctx, q)
+	if err != nil {
+		s.t.Fatalf("%s: %v", q, err)
+	}
+	s.t.Cleanup(r.release)
+	return r
+}
+
+// rowsOf renders a result as strings, one per row, columns joined by |.
+func (r *result) rowsOf() []string {
+	var out []string
+	for _, rec := range r.recs {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			parts := make([]string, rec.NumCols())
+			for c := range parts {
+				parts[c] = rec.Column(c).ValueStr(i)
+			}
+			out = append(out, strings.Join(parts, "|"))
+		}
+	}
+	return out
+}
+
+// scalar returns the single value of a one-row, one-column result.
+func (s *sqlServer) scalar(ctx context.Context, q string) string {
+	s.t.Helper()
+	rows := s.mustQuery(ctx, q).rowsOf()
+	if len(rows) != 1 {
+		s.t.Fatalf("%s: %d rows, want 1", q, len(rows))
+	}
+	return rows[0]
+}
+
+// plans returns the "sql plan" log lines of table logged so far: planned
+// and total segments, oldest first.
+func (s *sqlServer) plans(table string) [][2]int {
+	var out [][2]int
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "sql plan" || m["table"] != table {
+			continue
+		}
+		out = append(out, [2]int{int(m["planned"].(float64)), int(m["segments"].(float64))})
+	}
+	return out
+}
+
+// lastPlan returns planned and total segments of the newest plan of table.
+func (s *sqlServer) lastPlan(table string) (planned, total int) {
+	s.t.Helper()
+	p := s.plans(table)
+	if len(p) == 0 {
+		s.t.Fatalf("no plan logged for %s; log:\n%s", table, s.logs.String())
+	}
+	return p[len(p)-1][0], p[len(p)-1][1]
+}
+
+func wantCode(t *testing.T, what string, err error, code codes.Code, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want %v", what, code)
+	}
+	st, _ := status.FromError(err)
+	if st.Code() != code {
+		t.Fatalf("%s: code %v (%s), want %v", what, st.Code(), st.Message(), code)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(st.Message(), f) {
+			t.Fatalf("%s: message %q does not mention %q", what, st.Message(), f)
+		}
+	}
+}
+
+func fmtTime(t time.Time) string {
+	return fmt.Sprintf("TIMESTAMPTZ '%s'", t.Format("2006-01-02 15:04:05"))
+}

@@ -1,0 +1,314 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/duckdb/duckdb-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// prepared is an open prepared statement: its text, schemas and the
+// parameter rows bound last (one execution per row).
+type prepared struct {
+	query    string
+	dataset  *arrow.Schema
+	params   *arrow.Schema
+	nparams  int
+	rows     [][]any
+	lastUsed time.Time
+}
+
+// preparedStore holds the open prepared statements, bounded in number and
+// idle time.
+type preparedStore struct {
+	mu   sync.Mutex
+	max  int
+	idle time.Duration
+	m    map[string]*prepared
+}
+
+func (p *preparedStore) init(max int, idle time.Duration) {
+	p.max, p.idle, p.m = max, idle, map[string]*prepared{}
+}
+
+func (p *preparedStore) put(h string, ps *prepared) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	ps.lastUsed = now
+	for k, v := range p.m {
+		if now.Sub(v.lastUsed) > p.idle {
+			delete(p.m, k)
+		}
+	}
+	for len(p.m) >= p.max {
+		var oldest string
+		for k, v := range p.m {
+			if oldest == "" || v.lastUsed.Before(p.m[oldest].lastUsed) {
+				oldest = k
+			}
+		}
+		delete(p.m, oldest)
+	}
+	p.m[h] = ps
+}
+
+func (p *preparedStore) get(h []byte) (*prepared, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps, ok := p.m[string(h)]
+	if !ok || time.Since(ps.lastUsed) > p.idle {
+		delete(p.m, string(h))
+		return nil, status.Error(codes.NotFound, "unknown or expired prepared statement handle (prepare the statement again)")
+	}
+	ps.lastUsed = time.Now()
+	return ps, nil
+}
+
+func (p *preparedStore) drop(h []byte) {
+	p.mu.Lock()
+	delete(p.m, string(h))
+	p.mu.Unlock()
+}
+
+func errNoTransactions() error {
+	return status.Error(codes.InvalidArgument, "tsflight has no transactions (SqlInfo FLIGHT_SQL_SERVER_TRANSACTION is NONE): send the request without a transaction id")
+}
+
+// CreatePreparedStatement plans the query (refusing anything but a query)
+// and returns its dataset and parameter schemas; is_update is false.
+func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	if len(req.GetTransactionId()) > 0 {
+		return res, errNoTransactions()
+	}
+	q := req.GetQuery()
+	dataset, plan, err := s.describe(ctx, q, nil)
+	if err != nil {
+		return res, err
+	}
+	params, err := s.paramSchema(ctx, plan)
+	if err != nil {
+		return res, err
+	}
+	h := newID()
+	s.prepared.put(h, &prepared{query: q, dataset: dataset, params: params, nparams: plan.params})
+	isUpdate := false
+	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: dataset, ParameterSchema: params, IsUpdate: &isUpdate}, nil
+}
+
+// paramSchema asks DuckDB for the types it inferred for the parameters.
+func (s *Server) paramSchema(ctx context.Context, plan *queryPlan) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, plan.params)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("parameter_%d", i+1), Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	if plan.params == 0 {
+		return arrow.NewSchema(fields, nil), nil
+	}
+	sess, err := s.engine.open(ctx)
+	if err != nil {
+		return nil, sqlStatus(err)
+	}
+	defer sess.close()
+	if err := s.setup(ctx, sess, plan); err != nil {
+		return nil, err
+	}
+	st, err := sess.prepare(ctx, plan.text)
+	if err != nil {
+		return nil, sqlStatus(err)
+	}
+	defer st.Close()
+	for i := range fields {
+		t, err := st.ParamType(i + 1)
+		if err != nil {
+			continue
+		}
+		if at := arrowParamType(t); at != nil {
+			fields[i].Type = at
+		}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// arrowParamType is the Arrow type clients should bind for a DuckDB
+// parameter type; nil keeps utf8, which DuckDB casts to anything.
+func arrowParamType(t duckdb.Type) arrow.DataType {
+	switch t {
+	case duckdb.TYPE_BOOLEAN:
+		return arrow.FixedWidthTypes.Boolean
+	case duckdb.TYPE_TINYINT:
+		return arrow.PrimitiveTypes.Int8
+	case duckdb.TYPE_SMALLINT:
+		return arrow.PrimitiveTypes.Int16
+	case duckdb.TYPE_INTEGER:
+		return arrow.PrimitiveTypes.Int32
+	case duckdb.TYPE_BIGINT:
+		return arrow.PrimitiveTypes.Int64
+	case duckdb.TYPE_UTINYINT:
+		return arrow.PrimitiveTypes.Uint8
+	case duckdb.TYPE_USMALLINT:
+		return arrow.PrimitiveTypes.Uint16
+	case duckdb.TYPE_UINTEGER:
+		return arrow.PrimitiveTypes.Uint32
+	case duckdb.TYPE_UBIGINT:
+		return arrow.PrimitiveTypes.Uint64
+	case duckdb.TYPE_FLOAT:
+		return arrow.PrimitiveTypes.Float32
+	case duckdb.TYPE_DOUBLE:
+		return arrow.PrimitiveTypes.Float64
+	case duckdb.TYPE_BLOB:
+		return arrow.BinaryTypes.Binary
+	case duckdb.TYPE_DATE:
+		return arrow.FixedWidthTypes.Date32
+	case duckdb.TYPE_TIMESTAMP, duckdb.TYPE_TIMESTAMP_S, duckdb.TYPE_TIMESTAMP_MS, duckdb.TYPE_TIMESTAMP_NS:
+		// Milliseconds: the Flight SQL JDBC driver writes a bound
+		// java.sql.Timestamp as epoch milliseconds whatever unit the
+		// schema declares. Other clients bind their own types.
+		return &arrow.TimestampType{Unit: arrow.Millisecond}
+	case duckdb.TYPE_TIMESTAMP_TZ:
+		return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	}
+	return nil
+}
+
+// ClosePreparedStatement forgets a prepared statement.
+func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	s.prepared.drop(req.GetPreparedStatementHandle())
+	return nil
+}
+
+// DoPutPreparedStatementQuery binds parameter rows: each row of the
+// stream is one execution. The handle stays the same.
+func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	h := cmd.GetPreparedStatementHandle()
+	ps, err := s.prepared.get(h)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]any
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if int(rec.NumCols()) != ps.nparams {
+			return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, the bound batch has %d columns", ps.nparams, rec.NumCols())
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			row := make([]any, rec.NumCols())
+			for c := range row {
+				v, err := goValue(rec.Column(c), r)
+				if err != nil {
+					return nil, status.Errorf(codes.InvalidArgument, "parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
+				}
+				row[c] = v
+			}
+			rows = append(rows, row)
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "reading the parameters: %v", err)
+	}
+	if ctx.Err() != nil {
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	ps.rows = rows
+	return h, nil
+}
+
+// boundRows returns the parameter rows to execute with.
+func (ps *prepared) boundRows() ([][]any, error) {
+	if ps.nparams == 0 {
+		return [][]any{nil}, nil
+	}
+	if len(ps.rows) == 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters and none are bound", ps.nparams)
+	}
+	return ps.rows, nil
+}
+
+// GetFlightInfoPreparedStatement plans the statement once per bound
+// parameter row: one endpoint per row, in order.
+func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	ps, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ps.boundRows()
+	if err != nil {
+		return nil, err
+	}
+	return s.flightInfo(ctx, ps.query, rows, desc)
+}
+
+// GetSchemaPreparedStatement returns the dataset schema.
+func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	ps, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(ps.dataset, s.alloc)}, nil
+}
+
+// DoGetPreparedStatement serves a client that sends the prepared
+// statement command as a ticket: it runs the first bound row.
+func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	info, err := s.GetFlightInfoPreparedStatement(ctx, cmd, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(info.Endpoint) != 1 {
+		return nil, nil, status.Error(codes.InvalidArgument, "several parameter rows are bound: use GetFlightInfo and fetch each endpoint")
+	}
+	t, err := flightsql.GetStatementQueryTicket(info.Endpoint[0].Ticket)
+	if err != nil {
+		return nil, nil, status.Error(codes.Internal, err.Error())
+	}
+	return s.DoGetStatement(ctx, t)
+}
+
+// DoPutPreparedStatementUpdate refuses: tsflight SQL is read-only.
+func (s *Server) DoPutPreparedStatementUpdate(context.Context, flightsql.PreparedStatementUpdate, flight.MessageReader) (int64, error) {
+	return 0, errReadOnly("executing a prepared statement as an update")
+}
+
+// DoPutCommandStatementUpdate refuses: tsflight SQL is read-only.
+func (s *Server) DoPutCommandStatementUpdate(_ context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	return 0, errReadOnly(firstWord(cmd.GetQuery()))
+}
+
+// CancelFlightInfo stops the queries of a FlightInfo's endpoints: running
+// ones are interrupted, the others refuse to start.
+func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	info := req.GetInfo()
+	if info == nil || len(info.Endpoint) == 0 {
+		return flight.CancelFlightInfoResult{}, status.Error(codes.InvalidArgument, "CancelFlightInfo: the request carries no FlightInfo endpoints")
+	}
+	now := time.Now()
+	s.cancelMu.Lock()
+	defer s.cancelMu.Unlock()
+	for k, t := range s.cancelled {
+		if now.Sub(t) > 24*time.Hour {
+			delete(s.cancelled, k)
+		}
+	}
+	for _, ep := range info.Endpoint {
+		t, err := flightsql.GetStatementQueryTicket(ep.GetTicket())
+		var h stmtHandle
+		if err != nil || jsonUnmarshal(t.GetStatementHandle(), &h) != nil || h.ID == "" {
+			return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil
+		}
+		if cancel, ok := s.running[h.ID]; ok {
+			cancel()
+		}
+		s.cancelled[h.ID] = now
+	}
+	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+}

@@ -1,0 +1,326 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// stmtHandle is the statement handle inside a TicketStatementQuery: the
+// text, the table versions the plan used (so that every endpoint and a
+// re-run see one snapshot), and the bound parameter values. Tickets are
+// stateless: any server over the same root can serve them.
+type stmtHandle struct {
+	ID       string            `json:"id"`
+	Query    string            `json:"q"`
+	Versions map[string]uint64 `json:"v,omitempty"`
+	Args     []wireValue       `json:"a,omitempty"`
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// GetFlightInfoStatement plans a query and returns one endpoint whose
+// ticket pins the plan's table versions.
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return nil, errNoTransactions()
+	}
+	return s.flightInfo(ctx, cmd.GetQuery(), [][]any{nil}, desc)
+}
+
+// GetSchemaStatement returns the schema a query's result will have.
+func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return nil, errNoTransactions()
+	}
+	sc, _, err := s.describe(ctx, cmd.GetQuery(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
+}
+
+// flightInfo plans q once per parameter row; each row is one endpoint.
+func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
+	for i, args := range rows {
+		sc, plan, err := s.describe(ctx, q, args)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			info.Schema = flight.SerializeSchema(sc, s.alloc)
+		}
+		h := stmtHandle{ID: newID(), Query: q, Versions: plan.versions}
+		if h.Args, err = encodeArgs(args); err != nil {
+			return nil, err
+		}
+		raw, err := json.Marshal(h)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		tkt, err := flightsql.CreateStatementQueryTicket(raw)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}})
+	}
+	return info, nil
+}
+
+// describe plans q with args and returns the result's schema without
+// running it, and the plan (for its table versions).
+func (s *Server) describe(ctx context.Context, q string, args []any) (*arrow.Schema, *queryPlan, error) {
+	sess, err := s.engine.open(ctx)
+	if err != nil {
+		return nil, nil, sqlStatus(err)
+	}
+	defer sess.close()
+	plan, err := s.planQuery(ctx, sess, q, args, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.setup(ctx, sess, plan); err != nil {
+		return nil, nil, err
+	}
+	nargs := padArgs(args, plan)
+	// LIMIT 0 lets DuckDB bind and type the query without running it.
+	rdr, err := sess.query(ctx, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
+	if err != nil {
+		// A statement that cannot be a subquery: run it and keep the schema.
+		rdr, err = sess.query(ctx, plan.text, nargs)
+		if err != nil {
+			return nil, nil, sqlStatus(err)
+		}
+	}
+	defer rdr.Release()
+	return normalizeSchema(rdr.Schema()), plan, nil
+}
+
+// padArgs binds NULL to parameters without a value (to learn types).
+func padArgs(args []any, plan *queryPlan) []any {
+	if len(args) >= plan.params {
+		return args
+	}
+	out := make([]any, plan.params)
+	copy(out, args)
+	return out
+}
+
+// trimStatement drops a trailing semicolon so the text can be nested.
+func trimStatement(q string) string {
+	q = strings.TrimRight(q, " \t\r\n")
+	return strings.TrimRight(strings.TrimSuffix(q, ";"), " \t\r\n")
+}
+
+// setup creates the plan's views and temporary tables.
+func (s *Server) setup(ctx context.Context, sess *session, plan *queryPlan) error {
+	for _, st := range plan.setup {
+		if err := sess.exec(ctx, st); err != nil {
+			return sqlStatus(err)
+		}
+	}
+	return nil
+}
+
+// DoGetStatement runs the query of a ticket on the snapshot it pins and
+// streams the result in batches of about BatchRows rows.
+func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	var h stmtHandle
+	if err := json.Unmarshal(tkt.GetStatementHandle(), &h); err != nil || h.Query == "" {
+		return nil, nil, status.Error(codes.InvalidArgument, "the ticket is not a tsflight statement ticket")
+	}
+	args, err := decodeArgs(h.Args)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	if !s.startRun(h.ID, cancel) {
+		cancel()
+		return nil, nil, status.Error(codes.Canceled, "the query was cancelled (CancelFlightInfo)")
+	}
+	fail := func(err error) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+		s.endRun(h.ID)
+		cancel()
+		return nil, nil, err
+	}
+	sess, err := s.engine.open(ctx)
+	if err != nil {
+		return fail(sqlStatus(err))
+	}
+	plan, err := s.planQuery(ctx, sess, h.Query, args, h.Versions)
+	if err == nil {
+		err = s.setup(ctx, sess, plan)
+	}
+	if err != nil {
+		sess.close()
+		return fail(err)
+	}
+	for _, t := range plan.tables {
+		s.log.Debug("sql plan", "query_id", h.ID, "table", t.Name, "version", t.Version,
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
+	}
+	rdr, err := sess.query(ctx, plan.text, padArgs(args, plan))
+	if err != nil {
+		sess.close()
+		return fail(sqlStatus(err))
+	}
+	schema := normalizeSchema(rdr.Schema())
+	ch := make(chan flight.StreamChunk, 1)
+	go func() {
+		defer close(ch)
+		defer s.endRun(h.ID)
+		defer cancel()
+		defer sess.close()
+		defer rdr.Release()
+		s.stream(ctx, rdr, schema, ch)
+	}()
+	return schema, ch, nil
+}
+
+// stream merges DuckDB's small chunks into batches and sends them until
+// the result ends, fails or ctx is cancelled.
+func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema *arrow.Schema, ch chan<- flight.StreamChunk) {
+	var parts []arrow.RecordBatch
+	rows, bytes := 0, 0
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	send := func(c flight.StreamChunk) bool {
+		select {
+		case ch <- c:
+			return true
+		case <-ctx.Done():
+			if c.Data != nil {
+				c.Data.Release()
+			}
+			return false
+		}
+	}
+	flush := func() bool {
+		if len(parts) == 0 {
+			return true
+		}
+		rec, err := mergeBatches(schema, parts, s.alloc)
+		for _, p := range parts {
+			p.Release()
+		}
+		parts, rows, bytes = parts[:0], 0, 0
+		if err != nil {
+			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
+			return false
+		}
+		return send(flight.StreamChunk{Data: rec})
+	}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rec.Retain()
+		parts = append(parts, rec)
+		rows += int(rec.NumRows())
+		bytes += recordBytes(rec)
+		if rows >= s.opts.BatchRows || bytes >= s.opts.BatchBytes {
+			if !flush() {
+				return
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		send(flight.StreamChunk{Err: sqlStatus(err)})
+		return
+	}
+	flush()
+}
+
+// mergeBatches concatenates parts into one batch of schema, allocated
+// from mem (the parts live in DuckDB's memory until released).
+func mergeBatches(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var n int64
+	for _, p := range parts {
+		n += p.NumRows()
+	}
+	chunk := make([]arrow.Array, len(parts))
+	for i := range cols {
+		for j, p := range parts {
+			chunk[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(chunk, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(schema, cols, n), nil
+}
+
+// normalizeSchema is the schema clients see: DuckDB's, with timestamp
+// zones named "UTC" (the session zone DuckDB reports them in).
+func normalizeSchema(sc *arrow.Schema) *arrow.Schema { return sc }
+
+// startRun registers a running query so CancelFlightInfo can stop it; it
+// reports false when the query was cancelled before it started.
+func (s *Server) startRun(id string, cancel context.CancelFunc) bool {
+	s.cancelMu.Lock()
+	defer s.cancelMu.Unlock()
+	if _, gone := s.cancelled[id]; gone {
+		return false
+	}
+	s.running[id] = cancel
+	return true
+}
+
+func (s *Server) endRun(id string) {
+	s.cancelMu.Lock()
+	delete(s.running, id)
+	s.cancelMu.Unlock()
+}
+
+// recordBytes sums the buffer sizes of a batch's columns.
+func recordBytes(rec arrow.RecordBatch) int {
+	n := 0
+	for _, c := range rec.Columns() {
+		n += arrayBytes(c.Data())
+	}
+	return n
+}
+
+func arrayBytes(d arrow.ArrayData) int {
+	n := 0
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += b.Len()
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
+}

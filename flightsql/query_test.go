@@ -1,0 +1,169 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/grpc/codes"
+)
+
+func TestQueryAggregatesOverSegments(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 4)
+
+	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "28800" {
+		t.Fatalf("count = %s, want 28800", got)
+	}
+	// usage = seconds since t0 (+1 for host b): sum over 4 h of a =
+	// 0+1+...+14399.
+	wantA := 14399 * 14400 / 2
+	if got := s.scalar(ctx, "SELECT CAST(sum(usage) AS BIGINT) FROM cpu WHERE host = 'a'"); got != strconv.Itoa(wantA) {
+		t.Fatalf("sum(a) = %s, want %d", got, wantA)
+	}
+	rows := s.mustQuery(ctx, "SELECT host, count(*), max(usage) FROM cpu GROUP BY host ORDER BY host").rowsOf()
+	want := []string{"a|14400|14399", "b|14400|14400"}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Fatalf("group by = %v, want %v", rows, want)
+	}
+	// Timestamps come back as UTC instants.
+	r := s.mustQuery(ctx, "SELECT ts FROM cpu ORDER BY ts LIMIT 1")
+	tt, ok := r.schema.Field(0).Type.(*arrow.TimestampType)
+	if !ok || tt.TimeZone != "UTC" {
+		t.Fatalf("ts type = %s, want a timestamp in UTC", r.schema.Field(0).Type)
+	}
+	got := r.recs[0].Column(0).ValueStr(0)
+	if want := "2024-01-01T00:00:00Z"; got != want {
+		t.Fatalf("first ts = %s, want %s", got, want)
+	}
+}
+
+func TestQueryBatchesAreMerged(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	r := s.mustQuery(ctx, "SELECT i FROM range(0, 200000) t(i)")
+	if r.rows != 200000 {
+		t.Fatalf("rows = %d", r.rows)
+	}
+	// DuckDB produces 2048-row chunks; the server sends 64Ki-row batches.
+	for i, rec := range r.recs[:len(r.recs)-1] {
+		if rec.NumRows() < 1<<16 {
+			t.Fatalf("batch %d has %d rows, want at least 65536", i, rec.NumRows())
+		}
+	}
+	if len(r.recs) != 4 {
+		t.Fatalf("%d batches, want 4", len(r.recs))
+	}
+}
+
+func TestPruningPlansOnlyMatchingSegments(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 4)
+	h := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Hour) }
+
+	cases := []struct {
+		name    string
+		where   string
+		planned int
+		rows    int
+	}{
+		{"half-open hour", fmt.Sprintf("ts >= %s AND ts < %s", fmtTime(h(1)), fmtTime(h(2))), 1, 7200},
+		{"plain string literals", fmt.Sprintf("ts >= '%s' AND ts < '%s'", h(2).Format(time.RFC3339), h(3).Format(time.RFC3339)), 1, 7200},
+		{"between two hours", fmt.Sprintf("ts BETWEEN %s AND %s", fmtTime(h(1)), fmtTime(h(2))), 2, 7202},
+		{"flipped comparison", fmt.Sprintf("%s <= ts", fmtTime(h(3))), 1, 7200},
+		{"equality", fmt.Sprintf("ts = %s", fmtTime(h(2).Add(10*time.Second))), 1, 2},
+		{"in list", fmt.Sprintf("ts IN (%s, %s)", fmtTime(h(0)), fmtTime(h(1))), 2, 4},
+		{"qualified column", fmt.Sprintf("c.ts < %s", fmtTime(h(1))), 1, 7200},
+		{"entity and time", fmt.Sprintf("host = 'a' AND ts >= %s AND ts < %s", fmtTime(h(0)), fmtTime(h(1))), 1, 3600},
+		{"empty range", fmt.Sprintf("ts >= %s AND ts < %s", fmtTime(h(2)), fmtTime(h(2))), 0, 0},
+		{"after the data", fmt.Sprintf("ts >= %s", fmtTime(h(9))), 0, 0},
+		// Predicates the planner does not understand read everything and
+		// still answer right.
+		{"expression on the column", fmt.Sprintf("ts + INTERVAL 1 HOUR < %s", fmtTime(h(1))), 4, 0},
+		{"or", fmt.Sprintf("ts < %s OR ts >= %s", fmtTime(h(1)), fmtTime(h(3))), 4, 14400},
+		{"cast to text", "CAST(ts AS VARCHAR) LIKE '2024-01-01 02:%'", 4, 7200},
+		{"no predicate", "true", 4, 28800},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := "SELECT count(*) FROM cpu AS c WHERE " + c.where
+			if got := s.scalar(ctx, q); got != strconv.Itoa(c.rows) {
+				t.Fatalf("%s: count = %s, want %d", q, got, c.rows)
+			}
+			planned, total := s.lastPlan("cpu")
+			if total != 4 || planned != c.planned {
+				t.Fatalf("%s: planned %d of %d segments, want %d of 4", q, planned, total, c.planned)
+			}
+		})
+	}
+}
+
+func TestPruningAcrossReferences(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 4)
+	h := func(i int) string { return fmtTime(t0.Add(time.Duration(i) * time.Hour)) }
+	cases := []struct {
+		q       string
+		want    string
+		planned int
+	}{
+		// Two references with different ranges: the view reads the union.
+		{fmt.Sprintf("SELECT (SELECT count(*) FROM cpu WHERE ts < %s) + (SELECT count(*) FROM cpu WHERE ts >= %s)", h(1), h(3)), "14400", 2},
+		// One reference without a usable predicate reads everything.
+		{fmt.Sprintf("SELECT (SELECT count(*) FROM cpu WHERE ts < %s) + (SELECT count(*) FROM cpu)", h(1)), "36000", 4},
+		// A join: each side's WHERE conjuncts prune it.
+		{fmt.Sprintf("SELECT count(*) FROM cpu x JOIN cpu y ON x.ts = y.ts AND x.host = y.host WHERE x.ts < %s AND y.ts < %s", h(1), h(1)), "7200", 1},
+		// A CTE named like the table: never pruned by the CTE's WHERE.
+		{fmt.Sprintf("WITH cpu AS (SELECT * FROM main.cpu WHERE ts < %s) SELECT count(*) FROM cpu WHERE ts >= %s", h(1), h(3)), "0", 4},
+		// Qualified names are rewritten to the view.
+		{fmt.Sprintf("SELECT count(*) FROM tsflight.main.cpu WHERE ts < %s", h(1)), "7200", 1},
+		{fmt.Sprintf(`SELECT count(*) FROM "tsflight" . "main" . "cpu" t WHERE t.ts >= %s`, h(3)), "7200", 1},
+		{"SELECT count(*) FROM main.cpu", "28800", 4},
+	}
+	for _, c := range cases {
+		if got := s.scalar(ctx, c.q); got != c.want {
+			t.Fatalf("%s: got %s, want %s", c.q, got, c.want)
+		}
+		if planned, _ := s.lastPlan("cpu"); planned != c.planned {
+			t.Fatalf("%s: planned %d segments, want %d", c.q, planned, c.planned)
+		}
+	}
+}
+
+func TestQueryErrors(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 1)
+	cases := []struct {
+		q     string
+		code  codes.Code
+		frags []string
+	}{
+		{"INSERT INTO cpu VALUES (now(), 'x', 1)", codes.InvalidArgument, []string{"read-only", "INSERT", "ingest"}},
+		{"DELETE FROM cpu", codes.InvalidArgument, []string{"read-only", "DELETE"}},
+		{"CREATE TABLE t (x INT)", codes.InvalidArgument, []string{"read-only", "CREATE"}},
+		{"DROP TABLE cpu", codes.InvalidArgument, []string{"read-only"}},
+		{"SELECT 1; SELECT 2", codes.InvalidArgument, []string{"2 statements"}},
+		{"SELEKT 1", codes.InvalidArgument, []string{"syntax"}},
+		{"SELECT * FROM nosuchtable", codes.NotFound, []string{"nosuchtable"}},
+		{"SELECT nosuchcolumn FROM cpu", codes.InvalidArgument, []string{"nosuchcolumn"}},
+		{"SELECT * FROM read_csv('/etc/passwd')", codes.PermissionDenied, []string{"/etc/passwd"}},
+		{"SELECT * FROM read_parquet('" + s.root + "/../x.parquet')", codes.PermissionDenied, nil},
+		{"SET threads = 1", codes.InvalidArgument, []string{"read-only"}},
+	}
+	for _, c := range cases {
+		_, err := s.query(ctx, c.q)
+		wantCode(t, c.q, err, c.code, c.frags...)
+	}
+	// The server still answers.
+	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "7200" {
+		t.Fatalf("count = %s", got)
+	}
+}

@@ -1,0 +1,544 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A statement is analysed with DuckDB's own parser (json_serialize_sql),
+// never with a parser of ours: what DuckDB will run is exactly what the
+// analysis saw. The analysis finds
+//
+//   - every table reference (BASE_TABLE) with its position in the text, so
+//     that references qualified with the catalog or schema tsflight
+//     advertises can be rewritten to the bare name of the per-query view;
+//   - the calls of the table functions ts_coverage and ts_gaps;
+//   - for every SELECT, the conjuncts of its WHERE clause that compare a
+//     column of one of its FROM tables with a constant or a parameter:
+//     those prune the segments a table's view reads.
+//
+// Anything the analysis does not recognise only means less pruning: a
+// table reference without usable conjuncts reads every segment.
+
+// analysis is what a statement reveals.
+type analysis struct {
+	refs  []*tableRef
+	funcs []*funcCall
+	// cteNames are the names of common table expressions: a reference to
+	// one of those names may be the CTE rather than the table, so it
+	// never prunes.
+	cteNames map[string]bool
+	params   int // highest positional parameter number
+}
+
+// tableRef is one reference to a table in a statement.
+type tableRef struct {
+	catalog, schema, name, alias string
+	loc                          int // byte offset in the text; -1 unknown
+	// conds are usable WHERE conjuncts on this reference's columns; nil
+	// with pruneOK true means the reference reads everything anyway.
+	conds []cond
+	// pruneOK is false when the reference sits where row-level pruning
+	// could change the answer (a positional join, say).
+	pruneOK bool
+}
+
+// cond is "column op values": op is one of = < <= > >= in between.
+type cond struct {
+	column string
+	op     string
+	vals   []valueExpr
+}
+
+// valueExpr is a constant, a parameter or a cast of either.
+type valueExpr struct {
+	kind  byte // 's' string, 'i' integer, 'f' float, 'p' parameter, 'n' null
+	str   string
+	param int
+	cast  string // DuckDB type id of an enclosing cast, if any
+}
+
+// funcCall is a call of ts_coverage or ts_gaps in a FROM clause.
+type funcCall struct {
+	name string
+	loc  int
+	args []valueExpr
+	// entity arguments given as a struct literal: column → value
+	entity map[string]valueExpr
+	bad    string // why the arguments are unusable
+}
+
+// errReadOnly is the answer to any statement but a query.
+func errReadOnly(what string) error {
+	return status.Errorf(codes.InvalidArgument,
+		"tsflight SQL is read-only: %s is not supported. Query with SELECT; write with bulk ingest (ADBC adbc_ingest, Flight SQL CommandStatementIngest) or a Flight DoPut, and use the Flight actions create-table and add-columns for schema changes", what)
+}
+
+// analyze parses q with DuckDB and returns what it found.
+func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
+	v, err := s.scalar(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", namedArg(1, q))
+	if err != nil {
+		return nil, sqlStatus(err)
+	}
+	text, _ := v.(string)
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, status.Errorf(codes.Internal, "reading DuckDB's parse of the statement: %v", err)
+	}
+	if isTrue(root["error"]) {
+		msg, _ := root["error_message"].(string)
+		if strings.Contains(msg, "Only SELECT statements") {
+			return nil, errReadOnly("a statement other than a query (" + firstWord(q) + ")")
+		}
+		if kind, _ := root["error_type"].(string); kind == "parser" || strings.HasPrefix(msg, "Parser Error") {
+			return nil, status.Error(codes.InvalidArgument, msg)
+		}
+		return nil, status.Error(codes.InvalidArgument, msg)
+	}
+	stmts, _ := root["statements"].([]any)
+	switch {
+	case len(stmts) == 0:
+		return nil, status.Error(codes.InvalidArgument, "the SQL text holds no statement")
+	case len(stmts) > 1:
+		return nil, status.Errorf(codes.InvalidArgument, "the SQL text holds %d statements; send one at a time", len(stmts))
+	}
+	a := &analysis{cteNames: map[string]bool{}}
+	stmt, _ := stmts[0].(map[string]any)
+	a.collect(stmt)
+	a.constrain(stmt)
+	return a, nil
+}
+
+func namedArg(n int, v any) driver.NamedValue { return driver.NamedValue{Ordinal: n, Value: v} }
+
+func firstWord(q string) string {
+	f := strings.Fields(strings.TrimLeft(q, "( \t\r\n"))
+	if len(f) == 0 {
+		return "empty statement"
+	}
+	return strings.ToUpper(f[0])
+}
+
+func isTrue(v any) bool { b, _ := v.(bool); return b }
+
+// walk calls fn for every JSON object under v, parents first.
+func walk(v any, fn func(map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		fn(x)
+		for _, c := range x {
+			walk(c, fn)
+		}
+	case []any:
+		for _, c := range x {
+			walk(c, fn)
+		}
+	}
+}
+
+// collect finds table references, table function calls, CTE names and
+// parameters.
+func (a *analysis) collect(stmt map[string]any) {
+	walk(stmt, func(m map[string]any) {
+		if cm, ok := m["cte_map"].(map[string]any); ok {
+			entries, _ := cm["map"].([]any)
+			for _, e := range entries {
+				if em, ok := e.(map[string]any); ok {
+					if k, ok := em["key"].(string); ok {
+						a.cteNames[strings.ToLower(k)] = true
+					}
+				}
+			}
+		}
+		switch str(m["type"]) {
+		case "BASE_TABLE":
+			a.refs = append(a.refs, &tableRef{
+				catalog: str(m["catalog_name"]), schema: str(m["schema_name"]),
+				name: str(m["table_name"]), alias: str(m["alias"]),
+				loc: location(m["query_location"]), pruneOK: true,
+			})
+		case "TABLE_FUNCTION":
+			fn, _ := m["function"].(map[string]any)
+			name := strings.ToLower(str(fn["function_name"]))
+			if name != "ts_coverage" && name != "ts_gaps" {
+				return
+			}
+			a.funcs = append(a.funcs, newFuncCall(name, location(m["query_location"]), fn))
+		case "VALUE_PARAMETER":
+			if n, err := strconv.Atoi(str(m["identifier"])); err == nil && n > a.params {
+				a.params = n
+			}
+		}
+	})
+}
+
+func newFuncCall(name string, loc int, fn map[string]any) *funcCall {
+	f := &funcCall{name: name, loc: loc}
+	if str(fn["schema"]) != "" || str(fn["catalog"]) != "" {
+		f.bad = "it must not be qualified"
+	}
+	children, _ := fn["children"].([]any)
+	for i, c := range children {
+		cm, _ := c.(map[string]any)
+		if i == 3 && str(cm["class"]) == "FUNCTION" && str(cm["function_name"]) == "struct_pack" {
+			f.entity = map[string]valueExpr{}
+			fields, _ := cm["children"].([]any)
+			for _, fc := range fields {
+				fm, _ := fc.(map[string]any)
+				v, ok := constant(fm)
+				if !ok || str(fm["alias"]) == "" {
+					f.bad = "the entity struct must hold constants"
+				}
+				f.entity[str(fm["alias"])] = v
+			}
+			continue
+		}
+		v, ok := constant(cm)
+		if !ok {
+			f.bad = fmt.Sprintf("argument %d is not a constant or a parameter", i+1)
+		}
+		f.args = append(f.args, v)
+	}
+	return f
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// location reads a query_location: DuckDB writes 2^64-1 for "unknown".
+func location(v any) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		return -1
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || i < 0 || i > 1<<31 {
+		return -1
+	}
+	return int(i)
+}
+
+// constrain attaches to each table reference the WHERE conjuncts of the
+// SELECT whose FROM clause holds it.
+func (a *analysis) constrain(stmt map[string]any) {
+	byLoc := map[int][]*tableRef{}
+	for _, r := range a.refs {
+		byLoc[r.loc] = append(byLoc[r.loc], r)
+	}
+	walk(stmt, func(m map[string]any) {
+		if str(m["type"]) != "SELECT_NODE" {
+			return
+		}
+		var from []*tableRef
+		ok := fromRefs(m["from_table"], byLoc, &from)
+		if !ok {
+			for _, r := range from {
+				r.pruneOK = false
+			}
+			return
+		}
+		single := len(from) == 1 && isBaseTable(m["from_table"])
+		for _, c := range conjuncts(m["where_clause"]) {
+			col, cd, ok := comparison(c)
+			if !ok {
+				continue
+			}
+			var target *tableRef
+			switch len(col) {
+			case 1:
+				if single {
+					target = from[0]
+				}
+			case 2:
+				for _, r := range from {
+					if strings.EqualFold(col[0], r.visibleName()) {
+						target = r
+					}
+				}
+			}
+			if target != nil {
+				cd.column = col[len(col)-1]
+				target.conds = append(target.conds, cd)
+			}
+		}
+	})
+}
+
+func (r *tableRef) visibleName() string {
+	if r.alias != "" {
+		return r.alias
+	}
+	return r.name
+}
+
+func isBaseTable(v any) bool {
+	m, _ := v.(map[string]any)
+	return str(m["type"]) == "BASE_TABLE"
+}
+
+// fromRefs gathers the table references of a FROM clause, through joins
+// but not into subqueries. It reports false when a join could make
+// pruning by a WHERE conjunct change the answer.
+func fromRefs(v any, byLoc map[int][]*tableRef, out *[]*tableRef) bool {
+	m, _ := v.(map[string]any)
+	switch str(m["type"]) {
+	case "BASE_TABLE":
+		for _, r := range byLoc[location(m["query_location"])] {
+			if r.name == str(m["table_name"]) && r.alias == str(m["alias"]) {
+				*out = append(*out, r)
+			}
+		}
+		return true
+	case "JOIN":
+		okL := fromRefs(m["left"], byLoc, out)
+		okR := fromRefs(m["right"], byLoc, out)
+		switch str(m["ref_type"]) {
+		case "REGULAR", "CROSS", "NATURAL", "ASOF":
+		default:
+			return false
+		}
+		return okL && okR
+	}
+	return true
+}
+
+// conjuncts splits an expression at its top-level ANDs.
+func conjuncts(v any) []map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok || m == nil {
+		return nil
+	}
+	if str(m["type"]) == "CONJUNCTION_AND" {
+		var out []map[string]any
+		children, _ := m["children"].([]any)
+		for _, c := range children {
+			out = append(out, conjuncts(c)...)
+		}
+		return out
+	}
+	return []map[string]any{m}
+}
+
+var flipOp = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+var compareOps = map[string]string{
+	"COMPARE_EQUAL": "=", "COMPARE_LESSTHAN": "<", "COMPARE_LESSTHANOREQUALTO": "<=",
+	"COMPARE_GREATERTHAN": ">", "COMPARE_GREATERTHANOREQUALTO": ">=",
+}
+
+// comparison recognises column-versus-constant conjuncts.
+func comparison(m map[string]any) ([]string, cond, bool) {
+	t := str(m["type"])
+	if op, ok := compareOps[t]; ok {
+		l, _ := m["left"].(map[string]any)
+		r, _ := m["right"].(map[string]any)
+		if col, ok := columnRef(l); ok {
+			if v, ok := constant(r); ok {
+				return col, cond{op: op, vals: []valueExpr{v}}, true
+			}
+		}
+		if col, ok := columnRef(r); ok {
+			if v, ok := constant(l); ok {
+				return col, cond{op: flipOp[op], vals: []valueExpr{v}}, true
+			}
+		}
+		return nil, cond{}, false
+	}
+	switch t {
+	case "COMPARE_BETWEEN":
+		in, _ := m["input"].(map[string]any)
+		lo, _ := m["lower"].(map[string]any)
+		hi, _ := m["upper"].(map[string]any)
+		col, ok := columnRef(in)
+		lv, ok1 := constant(lo)
+		hv, ok2 := constant(hi)
+		if ok && ok1 && ok2 {
+			return col, cond{op: "between", vals: []valueExpr{lv, hv}}, true
+		}
+	case "COMPARE_IN":
+		children, _ := m["children"].([]any)
+		if len(children) < 2 {
+			break
+		}
+		first, _ := children[0].(map[string]any)
+		col, ok := columnRef(first)
+		if !ok {
+			break
+		}
+		var vals []valueExpr
+		for _, c := range children[1:] {
+			cm, _ := c.(map[string]any)
+			v, ok := constant(cm)
+			if !ok {
+				return nil, cond{}, false
+			}
+			vals = append(vals, v)
+		}
+		return col, cond{op: "in", vals: vals}, true
+	}
+	return nil, cond{}, false
+}
+
+func columnRef(m map[string]any) ([]string, bool) {
+	if str(m["class"]) != "COLUMN_REF" {
+		return nil, false
+	}
+	names, _ := m["column_names"].([]any)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, str(n))
+	}
+	return out, len(out) > 0
+}
+
+// constant recognises a literal, a parameter, or a cast of either.
+func constant(m map[string]any) (valueExpr, bool) {
+	switch str(m["class"]) {
+	case "CONSTANT":
+		val, _ := m["value"].(map[string]any)
+		if isTrue(val["is_null"]) {
+			return valueExpr{kind: 'n'}, true
+		}
+		typ, _ := val["type"].(map[string]any)
+		switch id := str(typ["id"]); id {
+		case "VARCHAR":
+			s, ok := val["value"].(string)
+			return valueExpr{kind: 's', str: s}, ok
+		case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT", "UHUGEINT":
+			n, ok := val["value"].(json.Number)
+			return valueExpr{kind: 'i', str: string(n)}, ok
+		case "DOUBLE", "FLOAT", "DECIMAL":
+			n, ok := val["value"].(json.Number)
+			return valueExpr{kind: 'f', str: string(n)}, ok
+		}
+	case "PARAMETER":
+		n, err := strconv.Atoi(str(m["identifier"]))
+		return valueExpr{kind: 'p', param: n}, err == nil && n > 0
+	case "CAST":
+		if isTrue(m["try_cast"]) {
+			return valueExpr{}, false
+		}
+		child, _ := m["child"].(map[string]any)
+		v, ok := constant(child)
+		if !ok || v.cast != "" {
+			return valueExpr{}, false
+		}
+		ct, _ := m["cast_type"].(map[string]any)
+		v.cast = str(ct["id"])
+		return v, true
+	}
+	return valueExpr{}, false
+}
+
+// qualifiedName reads an identifier chain (a, a.b or a.b.c, each part
+// bare or double-quoted) at the start of s and returns its parts and
+// length in bytes.
+func qualifiedName(s string) ([]string, int, bool) {
+	var parts []string
+	i := 0
+	for {
+		for i < len(s) && isSpace(s[i]) && len(parts) > 0 {
+			i++
+		}
+		if i >= len(s) {
+			return nil, 0, false
+		}
+		if s[i] == '"' {
+			var b bytes.Buffer
+			j := i + 1
+			for {
+				if j >= len(s) {
+					return nil, 0, false
+				}
+				if s[j] == '"' {
+					if j+1 < len(s) && s[j+1] == '"' {
+						b.WriteByte('"')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[j])
+				j++
+			}
+			parts = append(parts, b.String())
+			i = j + 1
+		} else {
+			j := i
+			for j < len(s) && isIdentByte(s[j]) {
+				j++
+			}
+			if j == i {
+				return nil, 0, false
+			}
+			parts = append(parts, s[i:j])
+			i = j
+		}
+		end := i
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i >= len(s) || s[i] != '.' || len(parts) == 3 {
+			return parts, end, true
+		}
+		i++
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// callSpan returns the length of a function call name(...) at the start
+// of s, skipping string literals and nested parentheses.
+func callSpan(s string) (int, bool) {
+	open := strings.IndexByte(s, '(')
+	if open < 0 {
+		return 0, false
+	}
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '\'':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			i = j
+		case '"':
+			j := strings.IndexByte(s[i+1:], '"')
+			if j < 0 {
+				return 0, false
+			}
+			i += j + 1
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,248 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// The table functions ts_coverage(table, start, end [, entity]) and
+// ts_gaps(table, start, end [, entity]) answer from the same code as the
+// Flight actions coverage and gaps, on the snapshot the rest of the query
+// sees. A call is computed before the query runs and replaced in the text
+// by a temporary table holding its answer, so its arguments must be
+// constants or parameters. entity is a struct literal {'col': value, ...},
+// a JSON object string, or, for a table with one entity column, its value.
+
+// Result columns, in order.
+var (
+	coverageColumns = []string{"table_name", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}
+	gapsColumns     = []string{"gap_start", "gap_end", "end_inclusive", "intervals"}
+)
+
+// tableFunction computes one call and returns the statements that create
+// its temporary table tmp.
+func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, args []any, names []string,
+	stateOf func(string) (*tableformat.Table, *tableformat.State, error)) ([]string, error) {
+	usage := f.name + "(table, start, end [, entity])"
+	if f.bad != "" {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %s; usage: %s", f.name, f.bad, usage)
+	}
+	nargs := len(f.args)
+	if f.entity != nil {
+		nargs++
+	}
+	if nargs < 3 || nargs > 4 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s takes 3 or 4 arguments, got %d; usage: %s", f.name, nargs, usage)
+	}
+	vals := make([]any, len(f.args))
+	for i, a := range f.args {
+		v, ok := resolveValue(a, args)
+		if !ok {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: argument %d is an unbound parameter", f.name, i+1)
+		}
+		vals[i] = v
+	}
+	table, ok := vals[0].(string)
+	if !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: the table argument must be a string naming a table", f.name)
+	}
+	name, ok := ourTable(&tableRef{name: table}, names)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "%s: table %q does not exist", f.name, table)
+	}
+	_, st, err := stateOf(name)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{"table": name, "version": st.Version}
+	for i, key := range []string{"start", "end"} {
+		v, err := boundJSON(st, vals[i+1])
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
+		}
+		body[key] = v
+	}
+	switch {
+	case f.entity != nil:
+		ent := map[string]any{}
+		for k, ve := range f.entity {
+			v, ok := resolveValue(ve, args)
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "%s: entity %s is an unbound parameter", f.name, k)
+			}
+			ent[k] = v
+		}
+		body["entity"] = ent
+	case len(vals) == 4 && vals[3] != nil:
+		ent, err := entityArg(st, vals[3])
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: entity: %v", f.name, err)
+		}
+		body["entity"] = ent
+	}
+	action := flightserver.ActionCoverage
+	if f.name == "ts_gaps" {
+		action = flightserver.ActionGaps
+		body["limit"] = 0
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	res, err := s.svc.RunAction(ctx, action, raw)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	idx := indexSQLType(st.Index().Kind.Type)
+	if f.name == "ts_coverage" {
+		var c struct {
+			Table                                    string
+			Version                                  uint64
+			Start, End                               json.RawMessage
+			Intervals, Identities, Expected, Covered uint64
+			Ratio                                    float64
+		}
+		if err := json.Unmarshal(out, &c); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		row := []string{sqlString(c.Table), fmt.Sprintf("CAST(%d AS UBIGINT)", c.Version), indexLiteral(c.Start, idx), indexLiteral(c.End, idx),
+			u64(c.Intervals), u64(c.Identities), u64(c.Expected), u64(c.Covered), "CAST(" + sqlString(strconv.FormatFloat(c.Ratio, 'g', -1, 64)) + " AS DOUBLE)"}
+		return tempTable(tmp, coverageColumns, [][]string{row}, nil), nil
+	}
+	var g struct {
+		Gaps []struct {
+			Start, End   json.RawMessage
+			EndInclusive bool `json:"end_inclusive"`
+			Intervals    uint64
+		}
+	}
+	if err := json.Unmarshal(out, &g); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	rows := make([][]string, len(g.Gaps))
+	for i, gp := range g.Gaps {
+		rows[i] = []string{indexLiteral(gp.Start, idx), indexLiteral(gp.End, idx), strconv.FormatBool(gp.EndInclusive), u64(gp.Intervals)}
+	}
+	return tempTable(tmp, gapsColumns, rows, []string{idx, idx, "BOOLEAN", "UBIGINT"}), nil
+}
+
+func u64(v uint64) string { return fmt.Sprintf("CAST(%d AS UBIGINT)", v) }
+
+func indexSQLType(t tableformat.IndexType) string {
+	switch t {
+	case tableformat.IndexInt64:
+		return "BIGINT"
+	case tableformat.IndexUInt64:
+		return "UBIGINT"
+	}
+	return "TIMESTAMPTZ"
+}
+
+// indexLiteral turns an index value of an action's JSON answer into SQL.
+func indexLiteral(raw json.RawMessage, typ string) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return "CAST(" + sqlString(s) + " AS " + typ + ")"
+		}
+	}
+	return "CAST(" + string(raw) + " AS " + typ + ")"
+}
+
+// tempTable creates tmp holding rows; types are needed when rows is empty.
+func tempTable(tmp string, cols []string, rows [][]string, types []string) []string {
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = sqlIdent(c)
+	}
+	if len(rows) == 0 {
+		sel := make([]string, len(cols))
+		for i := range cols {
+			sel[i] = "CAST(NULL AS " + types[i] + ") AS " + quoted[i]
+		}
+		return []string{"CREATE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT " + strings.Join(sel, ", ") + " WHERE false"}
+	}
+	var out []string
+	const perStatement = 1000
+	for start := 0; start < len(rows); start += perStatement {
+		end := min(start+perStatement, len(rows))
+		var b strings.Builder
+		if start == 0 {
+			b.WriteString("CREATE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT * FROM (VALUES ")
+		} else {
+			b.WriteString("INSERT INTO " + sqlIdent(tmp) + " VALUES ")
+		}
+		for i, r := range rows[start:end] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + strings.Join(r, ", ") + ")")
+		}
+		if start == 0 {
+			b.WriteString(") AS v(" + strings.Join(quoted, ", ") + ")")
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// boundJSON turns a start or end argument into the coverage actions' form.
+func boundJSON(st *tableformat.State, v any) (any, error) {
+	switch st.Index().Kind.Type {
+	case tableformat.IndexTimestamp:
+		switch x := v.(type) {
+		case time.Time:
+			return x.UTC().Format(time.RFC3339Nano), nil
+		case string:
+			t, ok := parseTime(x)
+			if !ok {
+				return nil, fmt.Errorf("%q is not a timestamp", x)
+			}
+			return t.Format(time.RFC3339Nano), nil
+		}
+		return nil, fmt.Errorf("want a timestamp, got %v", v)
+	default:
+		switch x := v.(type) {
+		case int64, uint64:
+			return x, nil
+		}
+		return nil, fmt.Errorf("want an integer, got %v", v)
+	}
+}
+
+// entityArg reads the fourth argument: a JSON object string or the value
+// of the table's only entity column.
+func entityArg(st *tableformat.State, v any) (map[string]any, error) {
+	if s, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(s), "{") {
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("not a JSON object: %v", err)
+		}
+		return m, nil
+	}
+	cols := st.Index().EntityColumns
+	if len(cols) != 1 {
+		return nil, fmt.Errorf("the table has %d entity columns; name them: {'column': value, ...}", len(cols))
+	}
+	return map[string]any{cols[0]: v}, nil
+}
