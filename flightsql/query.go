@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,6 +29,10 @@ type stmtHandle struct {
 	Query    string            `json:"q"`
 	Versions map[string]uint64 `json:"v,omitempty"`
 	Args     []wireValue       `json:"a,omitempty"`
+	// Schema, when set, is the IPC schema every endpoint of the statement
+	// must stream: with several parameter rows, a NULL parameter gives
+	// DuckDB a column of type NULL where other rows give it a type.
+	Schema []byte `json:"s,omitempty"`
 }
 
 func newID() string {
@@ -59,15 +65,24 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 // flightInfo plans q once per parameter row; each row is one endpoint.
 func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
+	schemas := make([]*arrow.Schema, len(rows))
+	plans := make([]*queryPlan, len(rows))
 	for i, args := range rows {
-		sc, plan, err := s.describe(ctx, q, args)
-		if err != nil {
+		var err error
+		if schemas[i], plans[i], err = s.describe(ctx, q, args); err != nil {
 			return nil, err
 		}
-		if i == 0 {
-			info.Schema = flight.SerializeSchema(sc, s.alloc)
+	}
+	unified, err := unifySchemas(schemas, rows)
+	if err != nil {
+		return nil, err
+	}
+	info.Schema = flight.SerializeSchema(unified, s.alloc)
+	for i, args := range rows {
+		h := stmtHandle{ID: newID(), Query: q, Versions: plans[i].versions}
+		if !schemas[i].Equal(unified) {
+			h.Schema = info.Schema
 		}
-		h := stmtHandle{ID: newID(), Query: q, Versions: plan.versions}
 		if h.Args, err = encodeArgs(args); err != nil {
 			return nil, err
 		}
@@ -82,6 +97,76 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}})
 	}
 	return info, nil
+}
+
+// unifySchemas is the one schema of several executions of a statement.
+// DuckDB types a parameter bound to NULL without context as INTEGER, so a
+// column's type is taken from the executions whose parameters are all
+// non-NULL (the first execution if there is none); executions with NULL
+// parameters may differ only in columns that then hold nothing but NULLs
+// (conform converts those).
+func unifySchemas(schemas []*arrow.Schema, rows [][]any) (*arrow.Schema, error) {
+	ref := 0
+	for i, args := range rows {
+		if !slices.Contains(args, nil) {
+			ref = i
+			break
+		}
+	}
+	base := schemas[ref]
+	for i, sc := range schemas {
+		if sc.NumFields() != base.NumFields() {
+			return nil, status.Error(codes.InvalidArgument, "the parameter rows give the statement results of different shapes")
+		}
+		if slices.Contains(rows[i], nil) {
+			continue
+		}
+		for c, f := range sc.Fields() {
+			if !arrow.TypeEqual(f.Type, base.Field(c).Type) {
+				return nil, status.Errorf(codes.InvalidArgument, "column %d is %s for one parameter row and %s for another; cast the parameters in the statement", c+1, base.Field(c).Type, f.Type)
+			}
+		}
+	}
+	fields := slices.Clone(base.Fields())
+	for i := range fields {
+		fields[i].Nullable = true
+	}
+	md := base.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// conform returns rec in target's schema: a column of another type that
+// holds only NULLs becomes a NULL column of target's type; rec is
+// released.
+func conform(rec arrow.RecordBatch, target *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if rec.Schema().Equal(target) {
+		return rec, nil
+	}
+	defer rec.Release()
+	if rec.Schema().NumFields() != target.NumFields() {
+		return nil, fmt.Errorf("result has %d columns, the statement's schema %d", rec.Schema().NumFields(), target.NumFields())
+	}
+	cols := make([]arrow.Array, target.NumFields())
+	for i, f := range target.Fields() {
+		c := rec.Column(i)
+		switch {
+		case arrow.TypeEqual(c.DataType(), f.Type):
+			c.Retain()
+			cols[i] = c
+		case c.NullN() == c.Len():
+			cols[i] = array.MakeArrayOfNull(mem, f.Type, c.Len())
+		default:
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("column %s is %s, the statement's schema says %s", f.Name, c.DataType(), f.Type)
+		}
+	}
+	out := array.NewRecordBatch(target, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }
 
 // describe plans q with args and returns the result's schema without
@@ -110,7 +195,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any) (*arrow.Sch
 		}
 	}
 	defer rdr.Release()
-	return normalizeSchema(rdr.Schema()), plan, nil
+	return rdr.Schema(), plan, nil
 }
 
 // padArgs binds NULL to parameters without a value (to learn types).
@@ -181,7 +266,15 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		sess.close()
 		return fail(sqlStatus(err))
 	}
-	schema := normalizeSchema(rdr.Schema())
+	schema := rdr.Schema()
+	target := schema
+	if h.Schema != nil {
+		if target, err = flight.DeserializeSchema(h.Schema, s.alloc); err != nil {
+			rdr.Release()
+			sess.close()
+			return fail(status.Errorf(codes.InvalidArgument, "the ticket's schema is malformed: %v", err))
+		}
+	}
 	ch := make(chan flight.StreamChunk, 1)
 	go func() {
 		defer close(ch)
@@ -189,14 +282,14 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		defer cancel()
 		defer sess.close()
 		defer rdr.Release()
-		s.stream(ctx, rdr, schema, ch)
+		s.stream(ctx, rdr, schema, target, ch)
 	}()
-	return schema, ch, nil
+	return target, ch, nil
 }
 
 // stream merges DuckDB's small chunks into batches and sends them until
 // the result ends, fails or ctx is cancelled.
-func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema *arrow.Schema, ch chan<- flight.StreamChunk) {
+func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema, target *arrow.Schema, ch chan<- flight.StreamChunk) {
 	var parts []arrow.RecordBatch
 	rows, bytes := 0, 0
 	defer func() {
@@ -224,6 +317,9 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema *arr
 			p.Release()
 		}
 		parts, rows, bytes = parts[:0], 0, 0
+		if err == nil {
+			rec, err = conform(rec, target, s.alloc)
+		}
 		if err != nil {
 			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
 			return false
@@ -280,10 +376,6 @@ func mergeBatches(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Al
 	}
 	return array.NewRecordBatch(schema, cols, n), nil
 }
-
-// normalizeSchema is the schema clients see: DuckDB's, with timestamp
-// zones named "UTC" (the session zone DuckDB reports them in).
-func normalizeSchema(sc *arrow.Schema) *arrow.Schema { return sc }
 
 // startRun registers a running query so CancelFlightInfo can stop it; it
 // reports false when the query was cancelled before it started.
