@@ -455,7 +455,7 @@ func parseTime(s string) (time.Time, bool) {
 // planned segments' columns differ.
 func (s *Server) viewSQL(tb *tableformat.Table, name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, error) {
 	var b strings.Builder
-	b.WriteString("CREATE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
+	b.WriteString("CREATE OR REPLACE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
 	if st.Schema() == nil {
 		// No data yet: the table has only its index column.
 		typ := "TIMESTAMPTZ"

@@ -92,7 +92,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		return res, errNoTransactions()
 	}
 	q := req.GetQuery()
-	dataset, plan, err := s.describe(ctx, q, nil)
+	dataset, plan, err := s.describe(ctx, q, nil, nil)
 	if err != nil {
 		return res, err
 	}
@@ -188,7 +188,8 @@ func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionC
 }
 
 // DoPutPreparedStatementQuery binds parameter rows: each row of the
-// stream is one execution. The handle stays the same.
+// stream is one execution, their results streamed in order. The handle
+// stays the same.
 func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
 	h := cmd.GetPreparedStatementHandle()
 	ps, err := s.prepared.get(h)
@@ -235,7 +236,7 @@ func (ps *prepared) boundRows() ([][]any, error) {
 }
 
 // GetFlightInfoPreparedStatement plans the statement once per bound
-// parameter row: one endpoint per row, in order.
+// parameter row; its one endpoint runs the rows in order.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	ps, err := s.prepared.get(cmd.GetPreparedStatementHandle())
 	if err != nil {
@@ -258,14 +259,11 @@ func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.Pre
 }
 
 // DoGetPreparedStatement serves a client that sends the prepared
-// statement command as a ticket: it runs the first bound row.
+// statement command as a ticket.
 func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	info, err := s.GetFlightInfoPreparedStatement(ctx, cmd, nil)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(info.Endpoint) != 1 {
-		return nil, nil, status.Error(codes.InvalidArgument, "several parameter rows are bound: use GetFlightInfo and fetch each endpoint")
 	}
 	t, err := flightsql.GetStatementQueryTicket(info.Endpoint[0].Ticket)
 	if err != nil {

@@ -28,7 +28,9 @@ type stmtHandle struct {
 	ID       string            `json:"id"`
 	Query    string            `json:"q"`
 	Versions map[string]uint64 `json:"v,omitempty"`
-	Args     []wireValue       `json:"a,omitempty"`
+	// Rows are the bound parameter rows, executed in order into one
+	// stream (none: one execution without parameters).
+	Rows [][]wireValue `json:"a,omitempty"`
 	// Schema, when set, is the IPC schema every endpoint of the statement
 	// must stream: with several parameter rows, a NULL parameter gives
 	// DuckDB a column of type NULL where other rows give it a type.
@@ -55,22 +57,29 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 	if len(cmd.GetTransactionId()) > 0 {
 		return nil, errNoTransactions()
 	}
-	sc, _, err := s.describe(ctx, cmd.GetQuery(), nil)
+	sc, _, err := s.describe(ctx, cmd.GetQuery(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
 }
 
-// flightInfo plans q once per parameter row; each row is one endpoint.
+// flightInfo plans q once per parameter row and returns one endpoint that
+// runs every row in order. (One endpoint, not one per row: JDBC opens
+// every endpoint at once, and the ADBC Go driver 1.12.0 races on shared
+// call options when it fetches several.)
 func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
 	schemas := make([]*arrow.Schema, len(rows))
-	plans := make([]*queryPlan, len(rows))
+	var versions map[string]uint64
 	for i, args := range rows {
-		var err error
-		if schemas[i], plans[i], err = s.describe(ctx, q, args); err != nil {
+		sc, plan, err := s.describe(ctx, q, args, versions)
+		if err != nil {
 			return nil, err
+		}
+		schemas[i] = sc
+		if i == 0 {
+			versions = plan.versions
 		}
 	}
 	unified, err := unifySchemas(schemas, rows)
@@ -78,24 +87,29 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		return nil, err
 	}
 	info.Schema = flight.SerializeSchema(unified, s.alloc)
+	h := stmtHandle{ID: newID(), Query: q, Versions: versions}
 	for i, args := range rows {
-		h := stmtHandle{ID: newID(), Query: q, Versions: plans[i].versions}
 		if !schemas[i].Equal(unified) {
 			h.Schema = info.Schema
 		}
-		if h.Args, err = encodeArgs(args); err != nil {
+		if args == nil {
+			continue
+		}
+		w, err := encodeArgs(args)
+		if err != nil {
 			return nil, err
 		}
-		raw, err := json.Marshal(h)
-		if err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-		tkt, err := flightsql.CreateStatementQueryTicket(raw)
-		if err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}})
+		h.Rows = append(h.Rows, w)
 	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(raw)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
 	return info, nil
 }
 
@@ -171,13 +185,13 @@ func conform(rec arrow.RecordBatch, target *arrow.Schema, mem memory.Allocator) 
 
 // describe plans q with args and returns the result's schema without
 // running it, and the plan (for its table versions).
-func (s *Server) describe(ctx context.Context, q string, args []any) (*arrow.Schema, *queryPlan, error) {
+func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[string]uint64) (*arrow.Schema, *queryPlan, error) {
 	sess, err := s.engine.open(ctx)
 	if err != nil {
 		return nil, nil, sqlStatus(err)
 	}
 	defer sess.close()
-	plan, err := s.planQuery(ctx, sess, q, args, nil)
+	plan, err := s.planQuery(ctx, sess, q, args, pinned)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,16 +238,24 @@ func (s *Server) setup(ctx context.Context, sess *session, plan *queryPlan) erro
 	return nil
 }
 
-// DoGetStatement runs the query of a ticket on the snapshot it pins and
-// streams the result in batches of about BatchRows rows.
+// DoGetStatement runs the query of a ticket on the snapshot it pins, once
+// per bound parameter row, and streams the results in batches of about
+// BatchRows rows.
 func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	var h stmtHandle
 	if err := json.Unmarshal(tkt.GetStatementHandle(), &h); err != nil || h.Query == "" {
 		return nil, nil, status.Error(codes.InvalidArgument, "the ticket is not a tsflight statement ticket")
 	}
-	args, err := decodeArgs(h.Args)
-	if err != nil {
-		return nil, nil, err
+	rows := [][]any{nil}
+	if len(h.Rows) > 0 {
+		rows = rows[:0]
+		for _, w := range h.Rows {
+			args, err := decodeArgs(w)
+			if err != nil {
+				return nil, nil, err
+			}
+			rows = append(rows, args)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	if !s.startRun(h.ID, cancel) {
@@ -249,25 +271,12 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	if err != nil {
 		return fail(sqlStatus(err))
 	}
-	plan, err := s.planQuery(ctx, sess, h.Query, args, h.Versions)
-	if err == nil {
-		err = s.setup(ctx, sess, plan)
-	}
+	rdr, err := s.run(ctx, sess, &h, rows[0])
 	if err != nil {
 		sess.close()
 		return fail(err)
 	}
-	for _, t := range plan.tables {
-		s.log.Debug("sql plan", "query_id", h.ID, "table", t.Name, "version", t.Version,
-			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
-	}
-	rdr, err := sess.query(ctx, plan.text, padArgs(args, plan))
-	if err != nil {
-		sess.close()
-		return fail(sqlStatus(err))
-	}
-	schema := rdr.Schema()
-	target := schema
+	target := rdr.Schema()
 	if h.Schema != nil {
 		if target, err = flight.DeserializeSchema(h.Schema, s.alloc); err != nil {
 			rdr.Release()
@@ -281,15 +290,62 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		defer s.endRun(h.ID)
 		defer cancel()
 		defer sess.close()
-		defer rdr.Release()
-		s.stream(ctx, rdr, schema, target, ch)
+		ok := s.stream(ctx, rdr, target, ch)
+		rdr.Release()
+		for _, args := range rows[1:] {
+			if !ok {
+				return
+			}
+			next, err := s.run(ctx, sess, &h, args)
+			if err != nil {
+				sendChunk(ctx, ch, flight.StreamChunk{Err: err})
+				return
+			}
+			ok = s.stream(ctx, next, target, ch)
+			next.Release()
+		}
 	}()
 	return target, ch, nil
 }
 
-// stream merges DuckDB's small chunks into batches and sends them until
-// the result ends, fails or ctx is cancelled.
-func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema, target *arrow.Schema, ch chan<- flight.StreamChunk) {
+// run plans one execution of a ticket's statement on sess, creates its
+// views and starts it.
+func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []any) (array.RecordReader, error) {
+	plan, err := s.planQuery(ctx, sess, h.Query, args, h.Versions)
+	if err == nil {
+		err = s.setup(ctx, sess, plan)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range plan.tables {
+		s.log.Debug("sql plan", "query_id", h.ID, "table", t.Name, "version", t.Version,
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
+	}
+	rdr, err := sess.query(ctx, plan.text, padArgs(args, plan))
+	if err != nil {
+		return nil, sqlStatus(err)
+	}
+	return rdr, nil
+}
+
+// sendChunk sends c unless ctx ends first (then c's data is released).
+func sendChunk(ctx context.Context, ch chan<- flight.StreamChunk, c flight.StreamChunk) bool {
+	select {
+	case ch <- c:
+		return true
+	case <-ctx.Done():
+		if c.Data != nil {
+			c.Data.Release()
+		}
+		return false
+	}
+}
+
+// stream merges DuckDB's small chunks into batches of target's schema and
+// sends them until the result ends (true), fails or ctx is cancelled.
+func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arrow.Schema, ch chan<- flight.StreamChunk) bool {
+	schema := rdr.Schema()
 	var parts []arrow.RecordBatch
 	rows, bytes := 0, 0
 	defer func() {
@@ -297,17 +353,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema, tar
 			p.Release()
 		}
 	}()
-	send := func(c flight.StreamChunk) bool {
-		select {
-		case ch <- c:
-			return true
-		case <-ctx.Done():
-			if c.Data != nil {
-				c.Data.Release()
-			}
-			return false
-		}
-	}
+	send := func(c flight.StreamChunk) bool { return sendChunk(ctx, ch, c) }
 	flush := func() bool {
 		if len(parts) == 0 {
 			return true
@@ -337,15 +383,15 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, schema, tar
 		bytes += recordBytes(rec)
 		if rows >= s.opts.BatchRows || bytes >= s.opts.BatchBytes {
 			if !flush() {
-				return
+				return false
 			}
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		send(flight.StreamChunk{Err: sqlStatus(err)})
-		return
+		return false
 	}
-	flush()
+	return flush()
 }
 
 // mergeBatches concatenates parts into one batch of schema, allocated

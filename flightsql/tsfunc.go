@@ -178,7 +178,7 @@ func tempTable(tmp string, cols []string, rows [][]string, types []string) []str
 		for i := range cols {
 			sel[i] = "CAST(NULL AS " + types[i] + ") AS " + quoted[i]
 		}
-		return []string{"CREATE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT " + strings.Join(sel, ", ") + " WHERE false"}
+		return []string{"CREATE OR REPLACE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT " + strings.Join(sel, ", ") + " WHERE false"}
 	}
 	var out []string
 	const perStatement = 1000
@@ -186,7 +186,7 @@ func tempTable(tmp string, cols []string, rows [][]string, types []string) []str
 		end := min(start+perStatement, len(rows))
 		var b strings.Builder
 		if start == 0 {
-			b.WriteString("CREATE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT * FROM (VALUES ")
+			b.WriteString("CREATE OR REPLACE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT * FROM (VALUES ")
 		} else {
 			b.WriteString("INSERT INTO " + sqlIdent(tmp) + " VALUES ")
 		}
