@@ -44,7 +44,10 @@ var serveCmd = &command{
 	Help: `Serves every table under --root (one table per subdirectory, created on
 demand) over Arrow Flight: DoPut appends, GetFlightInfo/DoGet scan time
 ranges, DoAction creates tables, describes them, reports coverage and gaps
-and adds columns. The contract is in docs/flight.md.
+and adds columns. The contract is in docs/flight.md. The same port speaks
+Flight SQL (ADBC, JDBC): read-only SQL through an embedded DuckDB, catalog
+metadata, prepared statements and bulk ingest (docs/flightsql.md), when the
+binary was built with -tags duckdb_arrow.
 
 When the port is bound it logs "tsflight listening on HOST:PORT" with the
 real address, so --listen 127.0.0.1:0 picks a free port.
