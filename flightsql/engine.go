@@ -4,12 +4,15 @@ package flightsql
 
 import (
 	"context"
-	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/duckdb/duckdb-go/v2"
+	bindings "github.com/duckdb/duckdb-go-bindings"
 )
 
 // engine is the embedded DuckDB database every query runs in. It holds no
@@ -17,25 +20,36 @@ import (
 // query names are temporary views over exactly the Parquet segments its
 // plan selected, and the connection is closed when the query's result has
 // been streamed.
+//
+// It talks to DuckDB's C API through duckdb-go-bindings rather than
+// through duckdb-go's database/sql driver, because the driver materialises
+// a whole result before returning its first chunk; a streaming result
+// sends the first batch at once and holds only what is in flight.
 type engine struct {
-	connector *duckdb.Connector
+	db bindings.Database
 }
 
 // newEngine opens an in-memory DuckDB that may read files under root only.
 // Settings are applied once to the whole database and then locked, so that
 // no statement can widen them.
 func newEngine(ctx context.Context, root string, opts *Options) (*engine, error) {
-	c, err := duckdb.NewConnector("", nil)
-	if err != nil {
-		return nil, fmt.Errorf("starting DuckDB: %w", err)
+	var cfg bindings.Config
+	if bindings.CreateConfig(&cfg) == bindings.StateError {
+		return nil, errors.New("starting DuckDB: cannot create a configuration")
 	}
-	e := &engine{connector: c}
-	conn, err := c.Connect(ctx)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("starting DuckDB: %w", err)
+	defer bindings.DestroyConfig(&cfg)
+	var db bindings.Database
+	var msg string
+	if bindings.OpenExt("", &db, cfg, &msg) == bindings.StateError {
+		return nil, fmt.Errorf("starting DuckDB: %s", msg)
 	}
-	defer conn.Close()
+	e := &engine{db: db}
+	sess, err := e.open(ctx)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	defer sess.close()
 	settings := []string{
 		"SET GLOBAL TimeZone = 'UTC'",
 		"SET GLOBAL autoinstall_known_extensions = false",
@@ -51,87 +65,383 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 	}
 	settings = append(settings, "SET GLOBAL lock_configuration = true")
 	for _, s := range settings {
-		if err := execConn(ctx, conn, s); err != nil {
-			c.Close()
+		if err := sess.exec(ctx, s); err != nil {
+			e.close()
 			return nil, fmt.Errorf("configuring DuckDB (%s): %w", s, err)
 		}
 	}
 	return e, nil
 }
 
-func (e *engine) close() error { return e.connector.Close() }
+func (e *engine) close() error {
+	bindings.Close(&e.db)
+	return nil
+}
 
-// session is one query's DuckDB connection.
+// session is one query's DuckDB connection. It runs one statement at a
+// time; a streaming result must be released before the next.
 type session struct {
-	conn  driver.Conn
-	arrow *duckdb.Arrow
+	conn bindings.Connection
 }
 
-func (e *engine) open(ctx context.Context) (*session, error) {
-	conn, err := e.connector.Connect(ctx)
+func (e *engine) open(context.Context) (*session, error) {
+	var c bindings.Connection
+	if bindings.Connect(e.db, &c) == bindings.StateError {
+		return nil, errors.New("DuckDB: cannot open a connection")
+	}
+	return &session{conn: c}, nil
+}
+
+func (s *session) close() error {
+	bindings.Disconnect(&s.conn)
+	return nil
+}
+
+// guard interrupts the connection's running statement when ctx ends,
+// until stop is called.
+func (s *session) guard(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-ctx.Done():
+			bindings.Interrupt(s.conn)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-exited
+		})
+	}
+}
+
+// exec runs a statement without a result.
+func (s *session) exec(ctx context.Context, q string) error {
+	stop := s.guard(ctx)
+	defer stop()
+	var res bindings.Result
+	st := bindings.Query(s.conn, q, &res)
+	defer bindings.DestroyResult(&res)
+	if st == bindings.StateError {
+		return withContext(ctx, resultError(&res))
+	}
+	return nil
+}
+
+// prepared is a DuckDB prepared statement; the caller destroys it.
+func (s *session) prepare(q string) (bindings.PreparedStatement, error) {
+	var ps bindings.PreparedStatement
+	if bindings.Prepare(s.conn, q, &ps) == bindings.StateError {
+		err := messageError(bindings.PrepareError(ps))
+		bindings.DestroyPrepare(&ps)
+		return ps, err
+	}
+	return ps, nil
+}
+
+// paramTypes returns DuckDB's inferred types of q's parameters.
+func (s *session) paramTypes(q string) ([]bindings.Type, error) {
+	ps, err := s.prepare(q)
 	if err != nil {
 		return nil, err
 	}
-	ar, err := duckdb.NewArrowFromConn(conn)
-	if err != nil {
-		conn.Close()
-		return nil, err
+	defer bindings.DestroyPrepare(&ps)
+	n := int(bindings.NParams(ps))
+	out := make([]bindings.Type, n)
+	for i := range out {
+		out[i] = bindings.ParamType(ps, bindings.IdxT(i+1))
 	}
-	return &session{conn: conn, arrow: ar}, nil
+	return out, nil
 }
 
-func (s *session) close() error { return s.conn.Close() }
+// bind binds positional arguments (see goValue for the Go types).
+func bind(ps bindings.PreparedStatement, args []any) error {
+	if n := int(bindings.NParams(ps)); len(args) != n {
+		return &duckError{typ: bindings.ErrorTypeInvalidInput, msg: fmt.Sprintf("Invalid Input Error: the statement has %d parameters, %d values were bound", n, len(args))}
+	}
+	for i, a := range args {
+		idx := bindings.IdxT(i + 1)
+		var st bindings.State
+		switch v := a.(type) {
+		case nil:
+			st = bindings.BindNull(ps, idx)
+		case bool:
+			st = bindings.BindBoolean(ps, idx, v)
+		case int64:
+			st = bindings.BindInt64(ps, idx, v)
+		case uint64:
+			st = bindings.BindUInt64(ps, idx, v)
+		case float64:
+			st = bindings.BindDouble(ps, idx, v)
+		case string:
+			st = bindings.BindVarchar(ps, idx, v)
+		case []byte:
+			st = bindings.BindBlob(ps, idx, v)
+		case time.Time:
+			st = bindTime(ps, idx, v)
+		default:
+			return fmt.Errorf("parameter %d: cannot bind Go type %T", i+1, a)
+		}
+		if st == bindings.StateError {
+			return &duckError{typ: bindings.ErrorTypeInvalidInput, msg: fmt.Sprintf("Invalid Input Error: cannot bind parameter %d (%v) to type %d", i+1, a, bindings.ParamType(ps, idx))}
+		}
+	}
+	return nil
+}
 
-func (s *session) exec(ctx context.Context, q string) error { return execConn(ctx, s.conn, q) }
+// bindTime binds a timestamp as the type DuckDB inferred for the
+// parameter (a naive timestamp column of any unit does not compare with
+// TIMESTAMPTZ without a cast), and as TIMESTAMPTZ when it inferred none.
+func bindTime(ps bindings.PreparedStatement, idx bindings.IdxT, t time.Time) bindings.State {
+	var v bindings.Value
+	switch bindings.ParamType(ps, idx) {
+	case bindings.TypeTimestamp:
+		v = bindings.CreateTimestamp(bindings.NewTimestamp(t.UnixMicro()))
+	case bindings.TypeTimestampNS:
+		v = bindings.CreateTimestampNS(bindings.NewTimestampNS(t.UnixNano()))
+	case bindings.TypeTimestampMS:
+		v = bindings.CreateTimestampMS(bindings.NewTimestampMS(t.UnixMilli()))
+	case bindings.TypeTimestampS:
+		v = bindings.CreateTimestampS(bindings.NewTimestampS(t.Unix()))
+	case bindings.TypeDate:
+		days := int32(t.UTC().Truncate(24*time.Hour).Unix() / 86400)
+		v = bindings.CreateDate(bindings.NewDate(days))
+	default:
+		v = bindings.CreateTimestampTZ(bindings.NewTimestamp(t.UnixMicro()))
+	}
+	defer bindings.DestroyValue(&v)
+	return bindings.BindValue(ps, idx, v)
+}
 
-// query runs q with positional arguments and returns its result as Arrow.
+// query runs q with positional arguments and streams its result as Arrow:
+// the reader fetches DuckDB's chunks as it is read, and ctx interrupts the
+// statement until the reader is released.
 func (s *session) query(ctx context.Context, q string, args []any) (array.RecordReader, error) {
-	return s.arrow.QueryContext(ctx, q, args...)
-}
-
-// scalar runs q and returns the first column of its first row.
-func (s *session) scalar(ctx context.Context, q string, args ...driver.NamedValue) (driver.Value, error) {
-	qc, ok := s.conn.(driver.QueryerContext)
-	if !ok {
-		return nil, fmt.Errorf("DuckDB connection cannot query")
-	}
-	rows, err := qc.QueryContext(ctx, q, args)
+	ps, err := s.prepare(q)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	vals := make([]driver.Value, len(rows.Columns()))
-	if err := rows.Next(vals); err != nil {
+	fail := func(err error) (array.RecordReader, error) {
+		bindings.DestroyPrepare(&ps)
+		return nil, withContext(ctx, err)
+	}
+	if err := bind(ps, args); err != nil {
+		return fail(err)
+	}
+	stop := s.guard(ctx)
+	var pending bindings.PendingResult
+	if bindings.PendingPreparedStreaming(ps, &pending) == bindings.StateError {
+		err := messageError(bindings.PendingError(pending))
+		bindings.DestroyPending(&pending)
+		stop()
+		return fail(err)
+	}
+	var res bindings.Result
+	st := bindings.ExecutePending(pending, &res)
+	bindings.DestroyPending(&pending)
+	if st == bindings.StateError {
+		err := resultError(&res)
+		bindings.DestroyResult(&res)
+		stop()
+		return fail(err)
+	}
+	r := &chunkReader{ctx: ctx, res: res, ps: ps, stop: stop, refs: 1}
+	r.opts = bindings.ResultGetArrowOptions(&r.res)
+	n := int(bindings.ColumnCount(&r.res))
+	names := make([]string, n)
+	types := make([]bindings.LogicalType, n)
+	for i := range n {
+		names[i] = bindings.ColumnName(&r.res, bindings.IdxT(i))
+		types[i] = bindings.ColumnLogicalType(&r.res, bindings.IdxT(i))
+	}
+	sc, ed := bindings.NewArrowSchema(r.opts, types, names)
+	for i := range types {
+		bindings.DestroyLogicalType(&types[i])
+	}
+	if err := errorData(&ed); err != nil {
+		r.Release()
 		return nil, err
 	}
-	return vals[0], nil
+	r.schema = sc
+	return r, nil
 }
 
-// prepare returns DuckDB's prepared statement for q (for its parameter
-// types); the caller closes it.
-func (s *session) prepare(ctx context.Context, q string) (*duckdb.Stmt, error) {
-	pc, ok := s.conn.(driver.ConnPrepareContext)
-	if !ok {
-		return nil, fmt.Errorf("DuckDB connection cannot prepare")
+// chunkReader is an array.RecordReader over a streaming DuckDB result.
+// Batches live in C memory until released.
+type chunkReader struct {
+	ctx    context.Context
+	res    bindings.Result
+	ps     bindings.PreparedStatement
+	opts   bindings.ArrowOptions
+	stop   func()
+	schema *arrow.Schema
+
+	mu   sync.Mutex
+	refs int
+	cur  arrow.RecordBatch
+	err  error
+	done bool
+}
+
+func (r *chunkReader) Schema() *arrow.Schema { return r.schema }
+
+func (r *chunkReader) Next() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
 	}
-	st, err := pc.PrepareContext(ctx, q)
+	if r.done || r.err != nil {
+		return false
+	}
+	for {
+		chunk := bindings.FetchChunk(r.res)
+		if chunk.Ptr == nil {
+			r.done = true
+			if msg := bindings.ResultError(&r.res); msg != "" {
+				r.err = withContext(r.ctx, resultError(&r.res))
+			} else if err := r.ctx.Err(); err != nil {
+				r.err = err
+			}
+			return false
+		}
+		size := bindings.DataChunkGetSize(chunk)
+		if size == 0 {
+			bindings.DestroyDataChunk(&chunk)
+			continue
+		}
+		rec, ed := bindings.DataChunkToArrowArray(r.opts, r.schema, chunk)
+		bindings.DestroyDataChunk(&chunk)
+		if err := errorData(&ed); err != nil {
+			r.err = err
+			return false
+		}
+		r.cur = rec
+		return true
+	}
+}
+
+func (r *chunkReader) RecordBatch() arrow.RecordBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// Record is RecordBatch (the older name in array.RecordReader).
+func (r *chunkReader) Record() arrow.RecordBatch { return r.RecordBatch() }
+
+func (r *chunkReader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *chunkReader) Retain() {
+	r.mu.Lock()
+	r.refs++
+	r.mu.Unlock()
+}
+
+func (r *chunkReader) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refs <= 0 {
+		return
+	}
+	r.refs--
+	if r.refs > 0 {
+		return
+	}
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	r.stop()
+	bindings.DestroyArrowOptions(&r.opts)
+	bindings.DestroyResult(&r.res)
+	bindings.DestroyPrepare(&r.ps)
+}
+
+// scalarString runs q (with args) and returns the first column of its
+// first row as a string.
+func (s *session) scalarString(ctx context.Context, q string, args ...any) (string, error) {
+	rdr, err := s.query(ctx, q, args)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	ds, ok := st.(*duckdb.Stmt)
-	if !ok {
-		st.Close()
-		return nil, fmt.Errorf("not a DuckDB statement")
+	defer rdr.Release()
+	if !rdr.Next() {
+		if err := rdr.Err(); err != nil {
+			return "", err
+		}
+		return "", errors.New("the statement returned no row")
 	}
-	return ds, nil
+	col, ok := rdr.RecordBatch().Column(0).(*array.String)
+	if !ok || col.Len() == 0 || col.IsNull(0) {
+		return "", errors.New("the statement returned no string")
+	}
+	return strings.Clone(col.Value(0)), nil // the batch lives in C memory until released
 }
 
-func execConn(ctx context.Context, conn driver.Conn, q string) error {
-	ec, ok := conn.(driver.ExecerContext)
-	if !ok {
-		return fmt.Errorf("DuckDB connection cannot execute")
+// duckError is an error DuckDB reported.
+type duckError struct {
+	typ bindings.ErrorType
+	msg string
+}
+
+func (e *duckError) Error() string { return e.msg }
+
+func resultError(res *bindings.Result) error {
+	return &duckError{typ: bindings.ResultErrorType(res), msg: bindings.ResultError(res)}
+}
+
+func errorData(ed *bindings.ErrorData) error {
+	defer bindings.DestroyErrorData(ed)
+	if !bindings.ErrorDataHasError(*ed) {
+		return nil
 	}
-	_, err := ec.ExecContext(ctx, q, nil)
+	return &duckError{typ: bindings.ErrorDataErrorType(*ed), msg: bindings.ErrorDataMessage(*ed)}
+}
+
+// messagePrefixes name DuckDB's error types as its messages begin.
+var messagePrefixes = map[string]bindings.ErrorType{
+	"Parser Error":          bindings.ErrorTypeParser,
+	"Binder Error":          bindings.ErrorTypeBinder,
+	"Catalog Error":         bindings.ErrorTypeCatalog,
+	"Conversion Error":      bindings.ErrorTypeConversion,
+	"Invalid Input Error":   bindings.ErrorTypeInvalidInput,
+	"Permission Error":      bindings.ErrorTypePermission,
+	"INTERRUPT Error":       bindings.ErrorTypeInterrupt,
+	"Out of Memory Error":   bindings.ErrorTypeOutOfMemory,
+	"Not implemented Error": bindings.ErrorTypeNotImplemented,
+	"Invalid Error":         bindings.ErrorTypeInvalid,
+	"Syntax Error":          bindings.ErrorTypeSyntax,
+	"IO Error":              bindings.ErrorTypeErrorIO,
+}
+
+// messageError types an error DuckDB gave only as text.
+func messageError(msg string) error {
+	prefix, _, _ := strings.Cut(msg, ":")
+	typ, ok := messagePrefixes[prefix]
+	if !ok {
+		typ = bindings.ErrorTypeInternal
+	}
+	return &duckError{typ: typ, msg: msg}
+}
+
+// withContext reports a cancelled context rather than DuckDB's interrupt.
+func withContext(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		var de *duckError
+		if errors.As(err, &de) && de.typ == bindings.ErrorTypeInterrupt {
+			return ctx.Err()
+		}
+	}
 	return err
 }
 

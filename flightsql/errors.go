@@ -7,7 +7,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/duckdb/duckdb-go/v2"
+	bindings "github.com/duckdb/duckdb-go-bindings"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -40,30 +40,30 @@ func sqlStatus(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return status.Error(codes.DeadlineExceeded, "the query ran past its deadline")
 	}
-	var de *duckdb.Error
+	var de *duckError
 	if !errors.As(err, &de) {
 		return flightserver.Status(err)
 	}
 	code := codes.Internal
-	switch de.Type {
-	case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax, duckdb.ErrorTypeBinder, duckdb.ErrorTypeConversion,
-		duckdb.ErrorTypeInvalidInput, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType,
-		duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeParameterNotResolved,
-		duckdb.ErrorTypeParameterNotAllowed, duckdb.ErrorTypeInvalid, duckdb.ErrorTypeExpression, duckdb.ErrorTypeDecimal:
+	switch de.typ {
+	case bindings.ErrorTypeParser, bindings.ErrorTypeSyntax, bindings.ErrorTypeBinder, bindings.ErrorTypeConversion,
+		bindings.ErrorTypeInvalidInput, bindings.ErrorTypeMismatchType, bindings.ErrorTypeInvalidType,
+		bindings.ErrorTypeOutOfRange, bindings.ErrorTypeDivideByZero, bindings.ErrorTypeParameterNotResolved,
+		bindings.ErrorTypeParameterNotAllowed, bindings.ErrorTypeInvalid, bindings.ErrorTypeExpression, bindings.ErrorTypeDecimal:
 		code = codes.InvalidArgument
-	case duckdb.ErrorTypeCatalog:
+	case bindings.ErrorTypeCatalog:
 		code = codes.InvalidArgument
-		if strings.Contains(de.Msg, "does not exist") {
+		if strings.Contains(de.msg, "does not exist") {
 			code = codes.NotFound
 		}
-	case duckdb.ErrorTypeInterrupt:
+	case bindings.ErrorTypeInterrupt:
 		code = codes.Canceled
-	case duckdb.ErrorTypeOutOfMemory:
+	case bindings.ErrorTypeOutOfMemory:
 		code = codes.ResourceExhausted
-	case duckdb.ErrorTypeNotImplemented:
+	case bindings.ErrorTypeNotImplemented:
 		code = codes.Unimplemented
-	case duckdb.ErrorTypePermission:
+	case bindings.ErrorTypePermission:
 		code = codes.PermissionDenied
 	}
-	return status.Error(code, de.Error())
+	return status.Error(code, de.msg)
 }

@@ -27,7 +27,28 @@ type queryPlan struct {
 	setup    []string
 	versions map[string]uint64
 	tables   []tablePlan
-	params   int // positional parameters in the text
+	params   int // positional parameters in the rewritten text
+	declared int // positional parameters in the original text
+	// consumed are the parameter numbers of the original text used by
+	// table-function calls, which the rewritten text no longer holds.
+	consumed map[int]bool
+}
+
+// bindArgs returns the values to bind to the rewritten text: args without
+// those the table functions consumed (parameters written "?" are numbered
+// in order, so the rest keep their order), NULL-padded to the text's
+// parameter count (which types the statement when no values are bound).
+func (p *queryPlan) bindArgs(args []any) []any {
+	out := make([]any, 0, p.params)
+	for i, a := range args {
+		if !p.consumed[i+1] {
+			out = append(out, a)
+		}
+	}
+	for len(out) < p.params {
+		out = append(out, nil)
+	}
+	return out
 }
 
 // tablePlan is what one table contributes to a query.
@@ -56,7 +77,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	if pinned == nil && a.params > len(args) && len(args) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, %d were bound", a.params, len(args))
 	}
-	p := &queryPlan{versions: map[string]uint64{}, params: a.params}
+	p := &queryPlan{versions: map[string]uint64{}, params: a.params, declared: a.params, consumed: map[int]bool{}}
 	names, err := s.svc.TableNames()
 	if err != nil {
 		return nil, err
@@ -138,7 +159,18 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 			return nil, status.Errorf(codes.InvalidArgument, "cannot locate the call of %s in the statement", f.name)
 		}
 		edits = append(edits, edit{f.loc, n, sqlIdent(tmp)})
+		for _, ve := range f.args {
+			if ve.kind == 'p' {
+				p.consumed[ve.param] = true
+			}
+		}
+		for _, ve := range f.entity {
+			if ve.kind == 'p' {
+				p.consumed[ve.param] = true
+			}
+		}
 	}
+	p.params -= len(p.consumed)
 	sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
 	text := q
 	for i, e := range edits {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/duckdb/duckdb-go/v2"
+	bindings "github.com/duckdb/duckdb-go-bindings"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -101,14 +101,14 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		return res, err
 	}
 	h := newID()
-	s.prepared.put(h, &prepared{query: q, dataset: dataset, params: params, nparams: plan.params})
+	s.prepared.put(h, &prepared{query: q, dataset: dataset, params: params, nparams: plan.declared})
 	isUpdate := false
 	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: dataset, ParameterSchema: params, IsUpdate: &isUpdate}, nil
 }
 
 // paramSchema asks DuckDB for the types it inferred for the parameters.
 func (s *Server) paramSchema(ctx context.Context, plan *queryPlan) (*arrow.Schema, error) {
-	fields := make([]arrow.Field, plan.params)
+	fields := make([]arrow.Field, plan.declared)
 	for i := range fields {
 		fields[i] = arrow.Field{Name: fmt.Sprintf("parameter_%d", i+1), Type: arrow.BinaryTypes.String, Nullable: true}
 	}
@@ -123,59 +123,63 @@ func (s *Server) paramSchema(ctx context.Context, plan *queryPlan) (*arrow.Schem
 	if err := s.setup(ctx, sess, plan); err != nil {
 		return nil, err
 	}
-	st, err := sess.prepare(ctx, plan.text)
+	types, err := sess.paramTypes(plan.text)
 	if err != nil {
 		return nil, sqlStatus(err)
 	}
-	defer st.Close()
+	// The rewritten text's parameters are the original ones that no table
+	// function consumed, in order (those keep utf8: they are parsed).
+	next := 0
 	for i := range fields {
-		t, err := st.ParamType(i + 1)
-		if err != nil {
+		if plan.consumed[i+1] {
 			continue
 		}
-		if at := arrowParamType(t); at != nil {
-			fields[i].Type = at
+		if next < len(types) {
+			if at := arrowParamType(types[next]); at != nil {
+				fields[i].Type = at
+			}
 		}
+		next++
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
 
 // arrowParamType is the Arrow type clients should bind for a DuckDB
 // parameter type; nil keeps utf8, which DuckDB casts to anything.
-func arrowParamType(t duckdb.Type) arrow.DataType {
+func arrowParamType(t bindings.Type) arrow.DataType {
 	switch t {
-	case duckdb.TYPE_BOOLEAN:
+	case bindings.TypeBoolean:
 		return arrow.FixedWidthTypes.Boolean
-	case duckdb.TYPE_TINYINT:
+	case bindings.TypeTinyInt:
 		return arrow.PrimitiveTypes.Int8
-	case duckdb.TYPE_SMALLINT:
+	case bindings.TypeSmallInt:
 		return arrow.PrimitiveTypes.Int16
-	case duckdb.TYPE_INTEGER:
+	case bindings.TypeInteger:
 		return arrow.PrimitiveTypes.Int32
-	case duckdb.TYPE_BIGINT:
+	case bindings.TypeBigInt:
 		return arrow.PrimitiveTypes.Int64
-	case duckdb.TYPE_UTINYINT:
+	case bindings.TypeUTinyInt:
 		return arrow.PrimitiveTypes.Uint8
-	case duckdb.TYPE_USMALLINT:
+	case bindings.TypeUSmallInt:
 		return arrow.PrimitiveTypes.Uint16
-	case duckdb.TYPE_UINTEGER:
+	case bindings.TypeUInteger:
 		return arrow.PrimitiveTypes.Uint32
-	case duckdb.TYPE_UBIGINT:
+	case bindings.TypeUBigInt:
 		return arrow.PrimitiveTypes.Uint64
-	case duckdb.TYPE_FLOAT:
+	case bindings.TypeFloat:
 		return arrow.PrimitiveTypes.Float32
-	case duckdb.TYPE_DOUBLE:
+	case bindings.TypeDouble:
 		return arrow.PrimitiveTypes.Float64
-	case duckdb.TYPE_BLOB:
+	case bindings.TypeBlob:
 		return arrow.BinaryTypes.Binary
-	case duckdb.TYPE_DATE:
+	case bindings.TypeDate:
 		return arrow.FixedWidthTypes.Date32
-	case duckdb.TYPE_TIMESTAMP, duckdb.TYPE_TIMESTAMP_S, duckdb.TYPE_TIMESTAMP_MS, duckdb.TYPE_TIMESTAMP_NS:
+	case bindings.TypeTimestamp, bindings.TypeTimestampS, bindings.TypeTimestampMS, bindings.TypeTimestampNS:
 		// Milliseconds: the Flight SQL JDBC driver writes a bound
 		// java.sql.Timestamp as epoch milliseconds whatever unit the
 		// schema declares. Other clients bind their own types.
 		return &arrow.TimestampType{Unit: arrow.Millisecond}
-	case duckdb.TYPE_TIMESTAMP_TZ:
+	case bindings.TypeTimestampTZ:
 		return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
 	}
 	return nil

@@ -198,7 +198,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 	if err := s.setup(ctx, sess, plan); err != nil {
 		return nil, nil, err
 	}
-	nargs := padArgs(args, plan)
+	nargs := plan.bindArgs(args)
 	// LIMIT 0 lets DuckDB bind and type the query without running it.
 	rdr, err := sess.query(ctx, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
 	if err != nil {
@@ -210,16 +210,6 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 	}
 	defer rdr.Release()
 	return rdr.Schema(), plan, nil
-}
-
-// padArgs binds NULL to parameters without a value (to learn types).
-func padArgs(args []any, plan *queryPlan) []any {
-	if len(args) >= plan.params {
-		return args
-	}
-	out := make([]any, plan.params)
-	copy(out, args)
-	return out
 }
 
 // trimStatement drops a trailing semicolon so the text can be nested.
@@ -257,6 +247,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 			rows = append(rows, args)
 		}
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	if !s.startRun(h.ID, cancel) {
 		cancel()
@@ -294,7 +285,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		rdr.Release()
 		for _, args := range rows[1:] {
 			if !ok {
-				return
+				break
 			}
 			next, err := s.run(ctx, sess, &h, args)
 			if err != nil {
@@ -303,6 +294,11 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 			}
 			ok = s.stream(ctx, next, target, ch)
 			next.Release()
+		}
+		if ctx.Err() != nil && parent.Err() == nil {
+			// CancelFlightInfo stopped the query while the client still
+			// reads: tell it, rather than ending the stream as if complete.
+			sendChunk(parent, ch, flight.StreamChunk{Err: status.Error(codes.Canceled, "the query was cancelled (CancelFlightInfo)")})
 		}
 	}()
 	return target, ch, nil
@@ -322,7 +318,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 		s.log.Debug("sql plan", "query_id", h.ID, "table", t.Name, "version", t.Version,
 			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
 	}
-	rdr, err := sess.query(ctx, plan.text, padArgs(args, plan))
+	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
 	if err != nil {
 		return nil, sqlStatus(err)
 	}

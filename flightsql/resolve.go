@@ -5,7 +5,6 @@ package flightsql
 import (
 	"bytes"
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -86,11 +85,10 @@ func errReadOnly(what string) error {
 
 // analyze parses q with DuckDB and returns what it found.
 func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
-	v, err := s.scalar(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", namedArg(1, q))
+	text, err := s.scalarString(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", q)
 	if err != nil {
 		return nil, sqlStatus(err)
 	}
-	text, _ := v.(string)
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var root map[string]any
@@ -120,8 +118,6 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 	a.constrain(stmt)
 	return a, nil
 }
-
-func namedArg(n int, v any) driver.NamedValue { return driver.NamedValue{Ordinal: n, Value: v} }
 
 func firstWord(q string) string {
 	f := strings.Fields(strings.TrimLeft(q, "( \t\r\n"))

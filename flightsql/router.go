@@ -60,7 +60,29 @@ func (r *router) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	if flightserver.IsTicket(t.GetTicket()) {
 		return r.svc.DoGet(t, stream)
 	}
-	return r.FlightServer.DoGet(t, stream)
+	// arrow-go's Flight SQL DoGet returns on a failed write without
+	// releasing the batch it was writing; with failures kept here, every
+	// batch is released and the first failure is still what the call ends
+	// with.
+	w := &keepFailure{FlightService_DoGetServer: stream}
+	err := r.FlightServer.DoGet(t, w)
+	if w.err != nil {
+		return w.err
+	}
+	return err
+}
+
+// keepFailure remembers the first failed Send and drops later messages.
+type keepFailure struct {
+	flight.FlightService_DoGetServer
+	err error
+}
+
+func (k *keepFailure) Send(d *flight.FlightData) error {
+	if k.err == nil {
+		k.err = k.FlightService_DoGetServer.Send(d)
+	}
+	return nil
 }
 
 func (r *router) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {

@@ -47,6 +47,24 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	if nargs < 3 || nargs > 4 {
 		return nil, status.Errorf(codes.InvalidArgument, "%s takes 3 or 4 arguments, got %d; usage: %s", f.name, nargs, usage)
 	}
+	if f.unbound(args) {
+		// Preparing: parameters have no values yet. An empty table of the
+		// right columns gives the statement its schema.
+		idx := "TIMESTAMPTZ"
+		if v, ok := resolveValue(f.args[0], args); ok {
+			if table, ok := v.(string); ok {
+				if name, ok := ourTable(&tableRef{name: table}, names); ok {
+					if _, st, err := stateOf(name); err == nil {
+						idx = indexSQLType(st.Index().Kind.Type)
+					}
+				}
+			}
+		}
+		if f.name == "ts_coverage" {
+			return tempTable(tmp, coverageColumns, nil, []string{"VARCHAR", "UBIGINT", idx, idx, "UBIGINT", "UBIGINT", "UBIGINT", "UBIGINT", "DOUBLE"}), nil
+		}
+		return tempTable(tmp, gapsColumns, nil, []string{idx, idx, "BOOLEAN", "UBIGINT"}), nil
+	}
 	vals := make([]any, len(f.args))
 	for i, a := range f.args {
 		v, ok := resolveValue(a, args)
@@ -141,6 +159,22 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 		rows[i] = []string{indexLiteral(gp.Start, idx), indexLiteral(gp.End, idx), strconv.FormatBool(gp.EndInclusive), u64(gp.Intervals)}
 	}
 	return tempTable(tmp, gapsColumns, rows, []string{idx, idx, "BOOLEAN", "UBIGINT"}), nil
+}
+
+// unbound reports whether a parameter argument has no value (when a
+// statement is prepared, before parameters are bound).
+func (f *funcCall) unbound(args []any) bool {
+	for _, a := range f.args {
+		if a.kind == 'p' && a.param > len(args) {
+			return true
+		}
+	}
+	for _, a := range f.entity {
+		if a.kind == 'p' && a.param > len(args) {
+			return true
+		}
+	}
+	return false
 }
 
 func u64(v uint64) string { return fmt.Sprintf("CAST(%d AS UBIGINT)", v) }

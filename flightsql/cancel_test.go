@@ -1,0 +1,348 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// settledGoroutineCount waits until the goroutine count stops changing
+// and returns it.
+func settledGoroutineCount() int {
+	n := runtime.NumGoroutine()
+	for range 50 {
+		time.Sleep(20 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
+}
+
+// waitGoroutines polls until at most base goroutines run, for up to d.
+func waitGoroutines(t *testing.T, base int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines %s after the cancel, baseline %d:\n%s", n, d, base, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// warmUp runs a query so that the connection's and DuckDB's lazily
+// started goroutines exist before a baseline is taken.
+func (s *sqlServer) warmUp(ctx context.Context) {
+	s.t.Helper()
+	if got := s.scalar(ctx, "SELECT count(*) FROM range(0, 100000)"); got != "100000" {
+		s.t.Fatalf("warm-up: %s", got)
+	}
+}
+
+func TestCancelStreamMidResult(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.warmUp(ctx)
+	base := settledGoroutineCount()
+
+	// 10^8 rows: about 1,500 batches.
+	info, err := s.client.Execute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		cancel()
+		rdr.Release()
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	if n := rdr.RecordBatch().NumRows(); n < 1<<16 {
+		t.Errorf("first batch %d rows, want at least 65536", n)
+	}
+	start := time.Now()
+	cancel()
+	// The client sees the cancellation, not a clean end of stream.
+	for rdr.Next() {
+	}
+	if code := status.Code(rdr.Err()); code != codes.Canceled {
+		t.Errorf("after cancel: %v (code %v), want Canceled", rdr.Err(), code)
+	}
+	rdr.Release()
+	waitGoroutines(t, base, 5*time.Second)
+	t.Logf("goroutines back to baseline %v after the cancel", time.Since(start))
+
+	// The server answers the next query promptly.
+	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer qcancel()
+	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 1000) t(i)")
+	if err != nil {
+		t.Fatalf("next query: %v", err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != "1000" {
+		t.Fatalf("next query: %v", got)
+	}
+}
+
+// TestCancelInterruptsDuckDB cancels a DoGet while DuckDB is still
+// computing its first batch (an aggregate that would run for hours): the
+// query must be interrupted, not left to run on DuckDB's threads.
+func TestCancelInterruptsDuckDB(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.warmUp(ctx)
+	base := settledGoroutineCount()
+
+	q := "SELECT sum(i * i % 7) FROM range(0, 100000000000000) t(i)"
+	info, err := s.client.Execute(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	if code := status.Code(err); code != codes.Canceled {
+		t.Fatalf("DoGet: %v (code %v), want Canceled", err, code)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("DoGet returned %v after the cancel", d)
+	}
+	waitGoroutines(t, base, 5*time.Second)
+
+	// DuckDB's threads are free: a query needing them finishes promptly
+	// (with 2 threads, a still-running aggregate would hold them).
+	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer qcancel()
+	t1 := time.Now()
+	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0")
+	if err != nil {
+		t.Fatalf("next query: %v", err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
+		t.Fatalf("next query: %v", got)
+	}
+	t.Logf("next query took %v", time.Since(t1))
+}
+
+func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 1)
+
+	info, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+	if err != nil {
+		t.Fatalf("CancelFlightInfo: %v", err)
+	}
+	if res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("CancelFlightInfo status %v, want CANCELLED", res.Status)
+	}
+	_, err = s.fetch(ctx, info)
+	wantCode(t, "DoGet of a cancelled FlightInfo", err, codes.Canceled)
+	// Again: still cancelled.
+	_, err = s.fetch(ctx, info)
+	wantCode(t, "second DoGet of a cancelled FlightInfo", err, codes.Canceled)
+	// Another FlightInfo of the same statement is unaffected.
+	r, err := s.fetch(ctx, other)
+	if err != nil {
+		t.Fatalf("DoGet of another FlightInfo: %v", err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != "7200" {
+		t.Fatalf("other: %v", got)
+	}
+
+	// A prepared statement's FlightInfo cancels the same way.
+	p := s.prepare(ctx, "SELECT count(*) FROM cpu")
+	pinfo, err := p.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo}); err != nil || res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("CancelFlightInfo(prepared): %v, %v", res, err)
+	}
+	_, err = s.fetch(ctx, pinfo)
+	wantCode(t, "DoGet of a cancelled prepared FlightInfo", err, codes.Canceled)
+}
+
+func TestCancelFlightInfoNotCancellable(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 1)
+	for name, tkt := range map[string][]byte{
+		"raw bytes":    []byte("bogus"),
+		"empty ticket": {},
+	} {
+		res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: &flight.FlightInfo{
+			Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		}})
+		if err != nil {
+			t.Fatalf("%s: CancelFlightInfo: %v", name, err)
+		}
+		if res.Status != flight.CancelStatusNotCancellable {
+			t.Fatalf("%s: status %v, want NOT_CANCELLABLE", name, res.Status)
+		}
+	}
+	// A plain Flight scan ticket (tsflight's own) is not a SQL statement.
+	pinfo, err := s.client.Client.GetFlightInfo(ctx, pathDescriptor("cpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo})
+	if err != nil {
+		t.Fatalf("CancelFlightInfo(plain scan): %v", err)
+	}
+	if res.Status != flight.CancelStatusNotCancellable {
+		t.Fatalf("plain scan: status %v, want NOT_CANCELLABLE", res.Status)
+	}
+	// And the scan still runs.
+	_, recs, err := s.readFlight(ctx, pinfo.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+		r.Release()
+	}
+	if n != 7200 {
+		t.Fatalf("scan after a refused cancel: %d rows", n)
+	}
+}
+
+// TestCancelFlightInfoWhileStreaming: CancelFlightInfo on a FlightInfo
+// whose DoGet is streaming interrupts it, and the reader is told so (a
+// cut-short result must not look complete).
+func TestCancelFlightInfoWhileStreaming(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.warmUp(ctx)
+	base := settledGoroutineCount()
+	info, err := s.client.Execute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := s.client.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		rdr.Release()
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+	if err != nil || res.Status != flight.CancelStatusCancelled {
+		rdr.Release()
+		t.Fatalf("CancelFlightInfo: %v, %v", res, err)
+	}
+	done := make(chan struct{})
+	var rows int64
+	go func() {
+		defer close(done)
+		for rdr.Next() {
+			rows += rdr.RecordBatch().NumRows()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the stream goes on after CancelFlightInfo (%d more rows)", rows)
+	}
+	err = rdr.Err()
+	rdr.Release()
+	if code := status.Code(err); code != codes.Canceled {
+		t.Fatalf("stream after CancelFlightInfo ended with %v (code %v) after %d more rows, want Canceled", err, code, rows)
+	}
+	waitGoroutines(t, base, 5*time.Second)
+}
+
+// TestFirstBatchStreams: results stream (docs/flightsql.md, "Results"):
+// the first batch of a query arrives while DuckDB is still producing the
+// rest. The query below yields a 64 Ki-row batch after about 6.6e7 rows
+// of range() but would need hours (and 80 GB) to finish, so a server that
+// runs the whole query before sending anything never answers; the client
+// gives it 15 s, then cancels, which must interrupt DuckDB.
+func TestFirstBatchStreams(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.warmUp(ctx)
+	base := settledGoroutineCount()
+	info, err := s.client.Execute(ctx, "SELECT i FROM range(0, 10000000000000) t(i) WHERE i % 1000 = 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	var first int64 = -1
+	var firstErr error
+	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		if rdr.Next() {
+			first = rdr.RecordBatch().NumRows()
+		}
+		firstErr = rdr.Err()
+	} else {
+		firstErr = err
+	}
+	took := time.Since(start)
+	cancel()
+	if rdr != nil {
+		for rdr.Next() {
+		}
+		rdr.Release()
+	}
+	if first < 0 {
+		t.Errorf("no first batch within %v (%v): the result is not streamed", took.Round(time.Millisecond), firstErr)
+	} else {
+		t.Logf("first batch of %d rows after %v", first, took)
+	}
+	waitGoroutines(t, base, 5*time.Second)
+	// DuckDB's threads are free again.
+	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer qcancel()
+	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0")
+	if err != nil {
+		t.Fatalf("next query: %v", err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
+		t.Fatalf("next query: %v", got)
+	}
+}
