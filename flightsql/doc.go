@@ -31,8 +31,10 @@
 // ts_gaps(table, start, end [, entity]) answer like the Flight actions
 // coverage and gaps, on the same snapshot.
 //
-// Results stream as Arrow batches of about 64 Ki rows (at most 8 MiB);
-// a cancelled stream interrupts the DuckDB query.
+// Results stream as Arrow batches of about 64 Ki rows (at most 8 MiB),
+// fetched from a streaming DuckDB result as the client reads (DuckDB's C
+// API through duckdb-go-bindings: duckdb-go's driver materialises whole
+// results); a cancelled stream interrupts the DuckDB query.
 //
 // # Caveats
 //
