@@ -63,6 +63,9 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 	if opts.MemoryLimit != "" {
 		settings = append(settings, "SET GLOBAL memory_limit = "+sqlString(opts.MemoryLimit))
 	}
+	if opts.MetadataCache {
+		settings = append(settings, "SET GLOBAL parquet_metadata_cache = true")
+	}
 	settings = append(settings, "SET GLOBAL lock_configuration = true")
 	for _, s := range settings {
 		if err := sess.exec(ctx, s); err != nil {
@@ -225,6 +228,46 @@ func (s *session) query(ctx context.Context, q string, args []any) (array.Record
 	if err != nil {
 		return nil, err
 	}
+	return s.execute(ctx, ps, args)
+}
+
+// errUntyped means a prepared statement's result types are not known
+// before it runs (a parameter without context decides them).
+var errUntyped = errors.New("the result types depend on the parameter values")
+
+// describePrepared returns the Arrow schema ps's result will have, from
+// the prepared statement alone, with the conversion options the result
+// will use.
+func (s *session) describePrepared(ps bindings.PreparedStatement) (*arrow.Schema, error) {
+	n := int(bindings.PreparedStatementColumnCount(ps))
+	names := make([]string, n)
+	types := make([]bindings.LogicalType, n)
+	defer func() {
+		for i := range types {
+			bindings.DestroyLogicalType(&types[i])
+		}
+	}()
+	for i := range n {
+		switch bindings.PreparedStatementColumnType(ps, bindings.IdxT(i)) {
+		case bindings.TypeInvalid, bindings.TypeAny, bindings.TypeSQLNull, bindings.TypeStringLiteral, bindings.TypeIntegerLiteral:
+			return nil, errUntyped
+		}
+		names[i] = bindings.PreparedStatementColumnName(ps, bindings.IdxT(i))
+		types[i] = bindings.PreparedStatementColumnLogicalType(ps, bindings.IdxT(i))
+	}
+	var opts bindings.ArrowOptions
+	bindings.ConnectionGetArrowOptions(s.conn, &opts)
+	defer bindings.DestroyArrowOptions(&opts)
+	sc, ed := bindings.NewArrowSchema(opts, types, names)
+	if err := errorData(&ed); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// execute binds args to ps and streams its result; the reader owns ps
+// (and destroys it when released, as it does on error here).
+func (s *session) execute(ctx context.Context, ps bindings.PreparedStatement, args []any) (array.RecordReader, error) {
 	fail := func(err error) (array.RecordReader, error) {
 		bindings.DestroyPrepare(&ps)
 		return nil, withContext(ctx, err)

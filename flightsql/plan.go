@@ -70,9 +70,13 @@ const (
 // ones, or those of pinned (table → version) when pinned is set. args are
 // the positional parameter values.
 func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []any, pinned map[string]uint64) (*queryPlan, error) {
-	a, err := analyze(ctx, sess, q)
-	if err != nil {
-		return nil, err
+	a := s.parsed.get(q)
+	if a == nil {
+		var err error
+		if a, err = analyze(ctx, sess, q); err != nil {
+			return nil, err
+		}
+		s.parsed.put(q, a)
 	}
 	if pinned == nil && a.params > len(args) && len(args) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, %d were bound", a.params, len(args))
@@ -89,23 +93,36 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		with  string
 	}
 	var edits []edit
+	// spans are where each reference's table name is written: a table
+	// whose references can all be located is read through a subquery
+	// written in their place (no view to create, which costs DuckDB as
+	// much as a small query); otherwise through a temporary view, and
+	// qualified references are rewritten to its bare name.
+	spans := map[*tableRef]int{}
+	inline := map[string]bool{}
 	for _, r := range a.refs {
 		name, ok := ourTable(r, names)
 		if !ok {
 			continue
 		}
+		if _, seen := byTable[name]; !seen {
+			inline[name] = !a.cteNames[strings.ToLower(name)]
+		}
 		byTable[name] = append(byTable[name], r)
-		if r.catalog == "" && r.schema == "" {
+		n := 0
+		if r.loc >= 0 && r.loc < len(q) {
+			if parts, m, ok := qualifiedName(q[r.loc:]); ok && strings.EqualFold(parts[len(parts)-1], r.name) {
+				n = m
+			}
+		}
+		if n == 0 {
+			inline[name] = false
+			if r.catalog != "" || r.schema != "" {
+				return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", name)
+			}
 			continue
 		}
-		if r.loc < 0 || r.loc >= len(q) {
-			return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", name)
-		}
-		parts, n, ok := qualifiedName(q[r.loc:])
-		if !ok || !strings.EqualFold(parts[len(parts)-1], r.name) {
-			return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", name)
-		}
-		edits = append(edits, edit{r.loc, n, sqlIdent(name)})
+		spans[r] = n
 	}
 	tableNames := make([]string, 0, len(byTable))
 	for name := range byTable {
@@ -132,16 +149,29 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		return tb, st, nil
 	}
 	for _, name := range tableNames {
-		tb, st, err := stateOf(name)
+		_, st, err := stateOf(name)
 		if err != nil {
 			return nil, err
 		}
 		segs := s.pruneTable(st, byTable[name], a.cteNames[strings.ToLower(name)], args)
-		view, err := s.viewSQL(tb, name, st, segs)
+		rel, err := s.relationSQL(name, st, segs)
 		if err != nil {
 			return nil, err
 		}
-		p.setup = append(p.setup, view)
+		for _, r := range byTable[name] {
+			n, ok := spans[r]
+			switch {
+			case inline[name] && r.alias != "":
+				edits = append(edits, edit{r.loc, n, "(" + rel + ")"})
+			case inline[name]:
+				edits = append(edits, edit{r.loc, n, "(" + rel + ") AS " + sqlIdent(name)})
+			case ok && (r.catalog != "" || r.schema != ""):
+				edits = append(edits, edit{r.loc, n, sqlIdent(name)})
+			}
+		}
+		if !inline[name] {
+			p.setup = append(p.setup, "CREATE OR REPLACE TEMP VIEW "+sqlIdent(name)+" AS "+rel)
+		}
 		p.tables = append(p.tables, tablePlan{Name: name, Version: st.Version, Segments: len(st.Segments), Planned: len(segs)})
 	}
 	for i, f := range a.funcs {
@@ -481,13 +511,13 @@ func parseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// viewSQL is the statement creating the view of one table over segs.
+// relationSQL is the SELECT reading one table's planned segments segs.
 // Columns absent from every planned segment (added after those segments
 // were written) are typed NULLs; union_by_name is used only when the
 // planned segments' columns differ.
-func (s *Server) viewSQL(tb *tableformat.Table, name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, error) {
+func (s *Server) relationSQL(name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, error) {
 	var b strings.Builder
-	b.WriteString("CREATE OR REPLACE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
+	b.WriteString("SELECT ")
 	if st.Schema() == nil {
 		// No data yet: the table has only its index column.
 		typ := "TIMESTAMPTZ"
@@ -553,7 +583,6 @@ func (s *Server) viewSQL(tb *tableformat.Table, name string, st *tableformat.Sta
 		b.WriteString(", union_by_name = true")
 	}
 	b.WriteString(")")
-	_ = tb
 	return b.String(), nil
 }
 

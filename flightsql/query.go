@@ -70,6 +70,29 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 // call options when it fetches several.)
 func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
+	if len(rows) == 1 && rows[0] == nil {
+		rq, err := s.prepareReady(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if rq != nil {
+			h := stmtHandle{ID: newID(), Query: q, Versions: rq.plan.versions}
+			raw, err := json.Marshal(h)
+			if err != nil {
+				rq.close()
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			tkt, err := flightsql.CreateStatementQueryTicket(raw)
+			if err != nil {
+				rq.close()
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
+			info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
+			s.ready.put(h.ID, rq)
+			return info, nil
+		}
+	}
 	schemas := make([]*arrow.Schema, len(rows))
 	var versions map[string]uint64
 	for i, args := range rows {
@@ -258,16 +281,47 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		cancel()
 		return nil, nil, err
 	}
-	sess, err := s.engine.open(ctx)
-	if err != nil {
-		return fail(sqlStatus(err))
+	var sess *session
+	var rdr array.RecordReader
+	target := (*arrow.Schema)(nil)
+	if rq := s.ready.take(h.ID, h.Query); rq != nil && len(h.Rows) == 0 {
+		// GetFlightInfo started it: wait for its result to be ready.
+		s.logPlan(h.ID, rq.plan)
+		stopLink := context.AfterFunc(ctx, rq.cancel)
+		defer func() {
+			if rdr == nil { // failed: the execution is over
+				stopLink()
+				rq.cancel()
+			}
+		}()
+		select {
+		case <-rq.done:
+		case <-ctx.Done():
+			rq.close()
+			return fail(status.FromContextError(ctx.Err()).Err())
+		}
+		if rq.err != nil {
+			rq.sess.close()
+			return fail(sqlStatus(rq.err))
+		}
+		sess, target, rdr = rq.sess, rq.schema, rq.rdr
+		release := rq.cancel
+		rdr = &onRelease{RecordReader: rdr, fn: func() { stopLink(); release() }}
+	} else {
+		if rq != nil {
+			rq.close()
+		}
+		var err error
+		if sess, err = s.engine.open(ctx); err != nil {
+			return fail(sqlStatus(err))
+		}
+		if rdr, err = s.run(ctx, sess, &h, rows[0]); err != nil {
+			sess.close()
+			return fail(err)
+		}
+		target = rdr.Schema()
 	}
-	rdr, err := s.run(ctx, sess, &h, rows[0])
-	if err != nil {
-		sess.close()
-		return fail(err)
-	}
-	target := rdr.Schema()
+	var err error
 	if h.Schema != nil {
 		if target, err = flight.DeserializeSchema(h.Schema, s.alloc); err != nil {
 			rdr.Release()
@@ -314,15 +368,31 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range plan.tables {
-		s.log.Debug("sql plan", "query_id", h.ID, "table", t.Name, "version", t.Version,
-			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
-	}
+	s.logPlan(h.ID, plan)
 	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
 	if err != nil {
 		return nil, sqlStatus(err)
 	}
 	return rdr, nil
+}
+
+// onRelease calls fn after releasing its reader.
+type onRelease struct {
+	array.RecordReader
+	fn func()
+}
+
+func (o *onRelease) Release() {
+	o.RecordReader.Release()
+	o.fn()
+}
+
+// logPlan logs, per table, the segments an execution planned and pruned.
+func (s *Server) logPlan(id string, plan *queryPlan) {
+	for _, t := range plan.tables {
+		s.log.Debug("sql plan", "query_id", id, "table", t.Name, "version", t.Version,
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
+	}
 }
 
 // sendChunk sends c unless ctx ends first (then c's data is released).

@@ -45,10 +45,14 @@ type Options struct {
 	PreparedIdle time.Duration
 	// Version is reported as the server version (SqlInfo 1); "" = "dev".
 	Version string
+	// MetadataCache lets DuckDB keep Parquet footers in memory between
+	// queries (safe: segments never change once written). false = off;
+	// DefaultOptions turns it on.
+	MetadataCache bool
 }
 
 // DefaultOptions returns fresh options.
-func DefaultOptions() *Options { return &Options{} }
+func DefaultOptions() *Options { return &Options{MetadataCache: true} }
 
 // Server is the Flight SQL side of a tsflight root: it implements
 // flightsql.Server over the tables of a flightserver.Service. Register
@@ -64,6 +68,8 @@ type Server struct {
 	segCols segColumns
 
 	prepared preparedStore
+	ready    readyCache
+	parsed   analysisCache
 	cancelMu sync.Mutex
 	running  map[string]context.CancelFunc // statement id → cancel
 	// cancelled are statement ids cancelled before they ran, and when.
@@ -110,7 +116,10 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 }
 
 // Close shuts DuckDB down. Call it after the gRPC server has stopped.
-func (s *Server) Close() error { return s.engine.close() }
+func (s *Server) Close() error {
+	s.ready.closeAll()
+	return s.engine.close()
+}
 
 // Service returns the flight.FlightServer to register: Flight SQL commands
 // reach this server, everything else (path descriptors, tsflight tickets

@@ -1,0 +1,184 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	bindings "github.com/duckdb/duckdb-go-bindings"
+)
+
+// A query costs DuckDB a parse and a bind before it runs, and a Flight SQL
+// client asks twice: GetFlightInfo (for the schema) and then DoGet.
+// GetFlightInfo therefore prepares the query on its own connection, reads
+// the schema from the prepared statement, and starts executing it at once,
+// so that DuckDB works while the FlightInfo travels to the client and its
+// DoGet comes back; that DoGet streams the result. Tickets stay stateless:
+// a DoGet that finds nothing here (another server, a second fetch, an
+// expired entry) plans the query again from the ticket.
+
+// readyQuery is a statement GetFlightInfo started for its DoGet.
+type readyQuery struct {
+	sess   *session
+	plan   *queryPlan
+	schema *arrow.Schema
+	query  string
+	born   time.Time
+
+	cancel context.CancelFunc // interrupts the execution
+	done   chan struct{}      // closed when rdr and err are set
+	rdr    array.RecordReader
+	err    error
+}
+
+// start executes ps (which it then owns) in the background.
+func (r *readyQuery) start(ps bindings.PreparedStatement) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		r.rdr, r.err = r.sess.execute(ctx, ps, nil)
+	}()
+}
+
+// close stops the execution and frees everything.
+func (r *readyQuery) close() {
+	r.cancel()
+	<-r.done
+	if r.rdr != nil {
+		r.rdr.Release()
+	}
+	r.sess.close()
+}
+
+// readyCache holds prepared queries by statement id, at most readyMax of
+// them for at most readyTTL.
+type readyCache struct {
+	mu sync.Mutex
+	m  map[string]*readyQuery
+}
+
+const (
+	readyMax = 256
+	readyTTL = time.Minute
+)
+
+func (c *readyCache) put(id string, r *readyQuery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*readyQuery{}
+	}
+	now := time.Now()
+	for k, v := range c.m {
+		if now.Sub(v.born) > readyTTL {
+			v.close()
+			delete(c.m, k)
+		}
+	}
+	for len(c.m) >= readyMax {
+		var oldest string
+		for k, v := range c.m {
+			if oldest == "" || v.born.Before(c.m[oldest].born) {
+				oldest = k
+			}
+		}
+		c.m[oldest].close()
+		delete(c.m, oldest)
+	}
+	c.m[id] = r
+}
+
+// take removes and returns the prepared query of id, if it is there and
+// was prepared for query.
+func (c *readyCache) take(id, query string) *readyQuery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[id]
+	if !ok {
+		return nil
+	}
+	delete(c.m, id)
+	if r.query != query || time.Since(r.born) > readyTTL {
+		r.close()
+		return nil
+	}
+	return r
+}
+
+func (c *readyCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.m {
+		v.close()
+		delete(c.m, k)
+	}
+}
+
+// prepareReady plans q (no parameters) on a new connection and prepares
+// it. It returns nil, nil when the statement's result types cannot be
+// known before it runs; the caller then describes it by running it.
+func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error) {
+	sess, err := s.engine.open(ctx)
+	if err != nil {
+		return nil, sqlStatus(err)
+	}
+	plan, err := s.planQuery(ctx, sess, q, nil, nil)
+	if err == nil && plan.params > 0 {
+		sess.close()
+		return nil, nil
+	}
+	if err == nil {
+		err = s.setup(ctx, sess, plan)
+	}
+	if err != nil {
+		sess.close()
+		return nil, err
+	}
+	ps, err := sess.prepare(plan.text)
+	if err != nil {
+		sess.close()
+		return nil, sqlStatus(err)
+	}
+	sc, err := sess.describePrepared(ps)
+	if err != nil {
+		bindings.DestroyPrepare(&ps)
+		sess.close()
+		if err == errUntyped {
+			return nil, nil
+		}
+		return nil, sqlStatus(err)
+	}
+	rq := &readyQuery{sess: sess, plan: plan, schema: sc, query: q, born: time.Now()}
+	rq.start(ps)
+	return rq, nil
+}
+
+// analysisCache remembers what DuckDB's parser said about a statement
+// text: the same text always parses the same, and dashboards and prepared
+// statements send the same texts again and again.
+type analysisCache struct {
+	mu sync.Mutex
+	m  map[string]*analysis
+}
+
+const analysisMax = 1024
+
+func (c *analysisCache) get(q string) *analysis {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[q]
+}
+
+func (c *analysisCache) put(q string, a *analysis) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= analysisMax {
+		c.m = map[string]*analysis{}
+	}
+	c.m[q] = a
+}
