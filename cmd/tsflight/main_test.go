@@ -26,7 +26,8 @@ import (
 )
 
 // binPath is the tsflight binary TestMain builds (with -race when the tests
-// run with it, so the server process is checked too).
+// run with it, so the server process is checked too, and with the
+// duckdb_arrow tag when they run with that).
 var binPath string
 
 func TestMain(m *testing.M) {
@@ -39,6 +40,9 @@ func TestMain(m *testing.M) {
 	args := []string{"build", "-o", binPath}
 	if raceEnabled {
 		args = append(args, "-race")
+	}
+	if sqlEnabled {
+		args = append(args, "-tags", "duckdb_arrow")
 	}
 	gocmd := exec.Command("go", append(args, ".")...)
 	if out, err := gocmd.CombinedOutput(); err != nil {

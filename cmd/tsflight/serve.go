@@ -147,15 +147,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
 	}
-	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"))
-	if err != nil {
-		return fmt.Errorf("starting Flight SQL: %w", err)
-	}
-	defer closeSQL()
 	lis, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return err
 	}
+	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"))
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("starting Flight SQL: %w", err)
+	}
+	defer closeSQL()
 	conns := &connTracker{Listener: lis, open: map[net.Conn]struct{}{}}
 	inFlight := &calls{log: log.Named("rpc")}
 	if cfg.memoryLimit > 0 {

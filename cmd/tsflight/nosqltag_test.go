@@ -1,0 +1,5 @@
+//go:build !duckdb_arrow
+
+package main
+
+const sqlEnabled = false
