@@ -20,10 +20,11 @@
 // tsflight.main.t), takes one snapshot per table, and prunes each table's
 // segments with the WHERE conjuncts that compare its index column with
 // constants or parameters (=, <, <=, >, >=, BETWEEN, IN) and its entity
-// columns with constants (=). On a fresh DuckDB connection every table
-// becomes a temporary view reading exactly its planned Parquet files with
-// read_parquet, and the statement runs unchanged (qualified names
-// rewritten to the view). Predicates the planner does not understand only
+// columns with constants (=). On a fresh DuckDB connection each reference
+// is replaced, in the statement's text, by a subquery reading exactly the
+// table's planned Parquet files with read_parquet (a temporary view when a
+// reference cannot be located), and the statement runs otherwise
+// unchanged. Predicates the planner does not understand only
 // mean less pruning. Each execution logs its plan at debug level: "sql
 // plan" with table, version, segments, planned and pruned.
 //
