@@ -62,10 +62,11 @@ type readyCache struct {
 	m  map[string]*readyQuery
 }
 
-const (
-	readyMax = 256
-	readyTTL = time.Minute
-)
+const readyMax = 256
+
+// readyTTL is how long a started query waits for its DoGet (a variable so
+// that tests can shorten it).
+var readyTTL = time.Minute
 
 func (c *readyCache) put(id string, r *readyQuery) {
 	c.mu.Lock()
@@ -91,6 +92,13 @@ func (c *readyCache) put(id string, r *readyQuery) {
 		delete(c.m, oldest)
 	}
 	c.m[id] = r
+	// A FlightInfo whose ticket is never fetched must not leave its query
+	// running: interrupt and free it when it expires.
+	time.AfterFunc(readyTTL, func() {
+		if r := c.take(id, r.query); r != nil {
+			r.close()
+		}
+	})
 }
 
 // take removes and returns the prepared query of id, if it is there and
