@@ -149,11 +149,11 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		return tb, st, nil
 	}
 	for _, name := range tableNames {
-		_, st, err := stateOf(name)
+		tb, st, err := stateOf(name)
 		if err != nil {
 			return nil, err
 		}
-		segs := s.pruneTable(st, byTable[name], a.cteNames[strings.ToLower(name)], args)
+		segs := s.pruneTable(ctx, tb, st, byTable[name], a.cteNames[strings.ToLower(name)], args)
 		rel, err := s.relationSQL(name, st, segs)
 		if err != nil {
 			return nil, err
@@ -241,12 +241,23 @@ func ourTable(r *tableRef, names []string) (string, bool) {
 // pruneTable returns the segments of st that the references can read: the
 // union of each reference's plan. A reference with no usable conjuncts, or
 // whose name may be a CTE's, reads every segment.
-func (s *Server) pruneTable(st *tableformat.State, refs []*tableRef, maybeCTE bool, args []any) []tableformat.SegmentMeta {
+func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tableformat.State, refs []*tableRef, maybeCTE bool, args []any) []tableformat.SegmentMeta {
 	if maybeCTE || len(st.Segments) == 0 {
 		return st.Segments
 	}
 	keep := map[string]bool{}
 	for _, r := range refs {
+		if r.pruneOK && len(r.conds) == 0 && latestApplies(st, r.latest) {
+			segs, err := tb.LatestSegments(ctx, st)
+			if err != nil {
+				s.log.Debug("latest-row pruning skipped", "error", err)
+				return st.Segments
+			}
+			for _, sg := range segs {
+				keep[sg.Path] = true
+			}
+			continue
+		}
 		if !r.pruneOK || len(r.conds) == 0 {
 			return st.Segments
 		}
@@ -273,6 +284,33 @@ func (s *Server) pruneTable(st *tableformat.State, refs []*tableRef, maybeCTE bo
 		}
 	}
 	return out
+}
+
+// latestApplies reports whether a DISTINCT ON shape asks for the newest row
+// per group of entity columns: every DISTINCT ON column is an entity
+// column, and the first ORDER BY key that is not one of them is the index
+// column, descending, with NULLs last. Such a query needs only the
+// segments holding some entity's newest interval.
+func latestApplies(st *tableformat.State, shape *latestShape) bool {
+	ix := st.Index()
+	if shape == nil || ix == nil || len(ix.EntityColumns) == 0 {
+		return false
+	}
+	isEntity := func(c string) bool {
+		return slices.ContainsFunc(ix.EntityColumns, func(e string) bool { return strings.EqualFold(e, c) })
+	}
+	for _, c := range shape.distinct {
+		if !isEntity(c) {
+			return false
+		}
+	}
+	for _, k := range shape.order {
+		if isEntity(k.column) {
+			continue
+		}
+		return strings.EqualFold(k.column, ix.Column) && k.desc && !k.nullsFirst
+	}
+	return false
 }
 
 // scanOptionsFor turns a reference's conjuncts into a range and entity

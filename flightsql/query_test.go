@@ -4,6 +4,7 @@ package flightsql
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -165,5 +166,63 @@ func TestQueryErrors(t *testing.T) {
 	// The server still answers.
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "7200" {
 		t.Fatalf("count = %s", got)
+	}
+}
+
+func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	// Hour 0: hosts a, b, c; hour 1: a, b; hour 2: a; hour 3: b.
+	// Newest rows: a in segment 2, b in 3, c in 0; segment 1 holds none.
+	for i, hosts := range [][]string{{"a", "b", "c"}, {"a", "b"}, {"a"}, {"b"}} {
+		rec := cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 600, hosts...)
+		mode := "append"
+		if i == 0 {
+			mode = "create"
+		}
+		_, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"a|2024-01-01T02:09:59Z|7799",
+		"b|2024-01-01T03:09:59Z|11399", // b is the batch's first host: no offset
+		"c|2024-01-01T00:09:59Z|601",
+	}
+	cases := []struct {
+		q       string
+		planned int
+	}{
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC", 3},
+		{"SELECT DISTINCT ON (c.host) c.host, c.ts, c.usage FROM cpu c ORDER BY c.ts DESC, c.host", 3},
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC LIMIT 10", 3},
+		// Shapes that are not "newest row per entity" read everything.
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu WHERE usage >= 0 ORDER BY host, ts DESC", 4},
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC NULLS FIRST", 4},
+	}
+	for _, c := range cases {
+		rows := s.mustQuery(ctx, c.q).rowsOf()
+		sort.Strings(rows)
+		if fmt.Sprint(rows) != fmt.Sprint(want) {
+			t.Fatalf("%s:\n got %v\nwant %v", c.q, rows, want)
+		}
+		if planned, total := s.lastPlan("cpu"); planned != c.planned || total != 4 {
+			t.Fatalf("%s: planned %d of %d segments, want %d of 4", c.q, planned, total, c.planned)
+		}
+	}
+	// Oldest row per host (ts ascending) needs every segment.
+	rows := s.mustQuery(ctx, "SELECT DISTINCT ON (host) host, ts FROM cpu ORDER BY host, ts").rowsOf()
+	if len(rows) != 3 || rows[0] != "a|2024-01-01T00:00:00Z" {
+		t.Fatalf("oldest rows %v", rows)
+	}
+	if planned, _ := s.lastPlan("cpu"); planned != 4 {
+		t.Fatalf("oldest per host planned %d segments, want 4", planned)
+	}
+	// Per value of a non-entity column: everything.
+	s.mustQuery(ctx, "SELECT DISTINCT ON (usage) usage, ts FROM cpu ORDER BY usage, ts DESC")
+	if planned, _ := s.lastPlan("cpu"); planned != 4 {
+		t.Fatalf("distinct on a value column planned %d segments, want 4", planned)
 	}
 }

@@ -50,6 +50,23 @@ type tableRef struct {
 	// pruneOK is false when the reference sits where row-level pruning
 	// could change the answer (a positional join, say).
 	pruneOK bool
+	// latest is set when the reference is the only table of a SELECT
+	// that keeps the newest row per group of columns and filters nothing:
+	// DISTINCT ON (cols) … ORDER BY …, index DESC with no WHERE.
+	latest *latestShape
+}
+
+// latestShape is a SELECT DISTINCT ON (distinct) … ORDER BY order.
+type latestShape struct {
+	distinct []string   // column names of the DISTINCT ON targets
+	order    []orderKey // the ORDER BY keys, in order
+}
+
+// orderKey is one ORDER BY key that is a plain column.
+type orderKey struct {
+	column     string
+	desc       bool
+	nullsFirst bool
 }
 
 // cond is "column op values": op is one of = < <= > >= in between.
@@ -245,6 +262,9 @@ func (a *analysis) constrain(stmt map[string]any) {
 			return
 		}
 		single := len(from) == 1 && isBaseTable(m["from_table"])
+		if single {
+			from[0].latest = latestOf(m, from[0])
+		}
 		for _, c := range conjuncts(m["where_clause"]) {
 			col, cd, ok := comparison(c)
 			if !ok {
@@ -269,6 +289,71 @@ func (a *analysis) constrain(stmt map[string]any) {
 			}
 		}
 	})
+}
+
+// latestOf recognises a SELECT that keeps the newest row per group of
+// columns of its one table: DISTINCT ON (columns) with an ORDER BY of plain
+// columns, no WHERE, GROUP BY, HAVING, QUALIFY or sample. Whether the
+// columns are entity columns and the order puts the index first, newest
+// first, is checked against the table when planning.
+func latestOf(m map[string]any, r *tableRef) *latestShape {
+	if m["where_clause"] != nil || m["having"] != nil || m["qualify"] != nil || m["sample"] != nil {
+		return nil
+	}
+	if g, _ := m["group_expressions"].([]any); len(g) > 0 {
+		return nil
+	}
+	mods, _ := m["modifiers"].([]any)
+	shape := &latestShape{}
+	for _, x := range mods {
+		mod, _ := x.(map[string]any)
+		switch str(mod["type"]) {
+		case "DISTINCT_MODIFIER":
+			targets, _ := mod["distinct_on_targets"].([]any)
+			for _, tg := range targets {
+				col, ok := ownColumn(tg, r)
+				if !ok {
+					return nil
+				}
+				shape.distinct = append(shape.distinct, col)
+			}
+		case "ORDER_MODIFIER":
+			orders, _ := mod["orders"].([]any)
+			for _, o := range orders {
+				om, _ := o.(map[string]any)
+				col, ok := ownColumn(om["expression"], r)
+				if !ok {
+					return nil
+				}
+				shape.order = append(shape.order, orderKey{column: col, desc: str(om["type"]) == "DESCENDING",
+					nullsFirst: strings.Contains(str(om["null_order"]), "FIRST")})
+			}
+		case "LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER":
+			// applies after DISTINCT ON: keeps a subset of the answer rows
+		default:
+			return nil
+		}
+	}
+	if len(shape.distinct) == 0 || len(shape.order) == 0 {
+		return nil
+	}
+	return shape
+}
+
+// ownColumn reads a column reference of r: bare or qualified by its
+// visible name.
+func ownColumn(v any, r *tableRef) (string, bool) {
+	m, _ := v.(map[string]any)
+	col, ok := columnRef(m)
+	switch {
+	case !ok:
+		return "", false
+	case len(col) == 1:
+		return col[0], true
+	case len(col) == 2 && strings.EqualFold(col[0], r.visibleName()):
+		return col[1], true
+	}
+	return "", false
 }
 
 func (r *tableRef) visibleName() string {

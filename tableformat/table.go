@@ -23,6 +23,7 @@ type Table struct {
 	state *State     // replaced, never mutated
 
 	covCache coverageCache
+	newest   newestCache // per-sidecar newest interval per identity
 
 	pastMu sync.Mutex
 	past   map[uint64]*State // snapshots of older versions, for pinned reads
