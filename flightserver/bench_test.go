@@ -188,7 +188,7 @@ func loadInMemory(svc *Service, table string) (*memoryServer, error) {
 			return nil
 		}
 		defer releaseAll(group)
-		rec, err := concatBatches(group, memory.DefaultAllocator)
+		rec, err := ConcatBatches(group, memory.DefaultAllocator)
 		if err == nil {
 			m.batches = append(m.batches, rec)
 		}

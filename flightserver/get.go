@@ -101,7 +101,7 @@ func writeGroup(w interface{ Write(arrow.RecordBatch) error }, group []arrow.Rec
 	case merge != nil:
 		return merge(group)
 	}
-	rec, err := concatBatches(group, mem)
+	rec, err := ConcatBatches(group, mem)
 	if err != nil {
 		return err
 	}
@@ -125,8 +125,9 @@ func releaseAll(batches []arrow.RecordBatch) {
 	}
 }
 
-// concatBatches copies batches into one.
-func concatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+// ConcatBatches copies batches of one schema into one batch allocated from
+// mem (package flightsql merges DuckDB's chunks with it).
+func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	schema := batches[0].Schema()
 	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {

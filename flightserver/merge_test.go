@@ -236,7 +236,7 @@ func TestEncodeMergedSlices(t *testing.T) {
 			}
 		}
 	}
-	want, err := concatBatches(parts, mem)
+	want, err := ConcatBatches(parts, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 // stmtHandle is the statement handle inside a TicketStatementQuery: the
@@ -411,7 +413,6 @@ func sendChunk(ctx context.Context, ch chan<- flight.StreamChunk, c flight.Strea
 // stream merges DuckDB's small chunks into batches of target's schema and
 // sends them until the result ends (true), fails or ctx is cancelled.
 func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arrow.Schema, ch chan<- flight.StreamChunk) bool {
-	schema := rdr.Schema()
 	var parts []arrow.RecordBatch
 	rows, bytes := 0, 0
 	defer func() {
@@ -424,7 +425,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		if len(parts) == 0 {
 			return true
 		}
-		rec, err := mergeBatches(schema, parts, s.alloc)
+		rec, err := flightserver.ConcatBatches(parts, s.alloc)
 		for _, p := range parts {
 			p.Release()
 		}
@@ -458,35 +459,6 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		return false
 	}
 	return flush()
-}
-
-// mergeBatches concatenates parts into one batch of schema, allocated
-// from mem (the parts live in DuckDB's memory until released).
-func mergeBatches(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	var n int64
-	for _, p := range parts {
-		n += p.NumRows()
-	}
-	chunk := make([]arrow.Array, len(parts))
-	for i := range cols {
-		for j, p := range parts {
-			chunk[j] = p.Column(i)
-		}
-		c, err := array.Concatenate(chunk, mem)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = c
-	}
-	return array.NewRecordBatch(schema, cols, n), nil
 }
 
 // startRun registers a running query so CancelFlightInfo can stop it; it

@@ -1,0 +1,168 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// relationSQL is the SELECT reading one table's planned segments segs.
+// Columns absent from every planned segment (added after those segments
+// were written) are typed NULLs; union_by_name is used only when the
+// planned segments' columns differ.
+func (s *Server) relationSQL(name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, error) {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	if st.Schema() == nil {
+		// No data yet: the table has only its index column.
+		typ := "TIMESTAMPTZ"
+		switch st.Index().Kind.Type {
+		case tableformat.IndexInt64:
+			typ = "BIGINT"
+		case tableformat.IndexUInt64:
+			typ = "UBIGINT"
+		}
+		b.WriteString("CAST(NULL AS " + typ + ") AS " + sqlIdent(st.Index().Column) + " WHERE false")
+		return b.String(), nil
+	}
+	as, err := tableformat.ArrowSchema(st.Schema())
+	if err != nil {
+		return "", err
+	}
+	files := make([]string, len(segs))
+	present := map[string]bool{}
+	var first []string
+	same := true
+	for i, sg := range segs {
+		files[i] = filepath.Join(s.svc.Root(), name, filepath.FromSlash(sg.Path))
+		cols, err := s.segCols.columns(files[i])
+		if err != nil {
+			return "", status.Errorf(codes.DataLoss, "table %s: segment %s: %v", name, sg.Path, err)
+		}
+		if i == 0 {
+			first = cols
+		} else if !slices.Equal(first, cols) {
+			same = false
+		}
+		for _, c := range cols {
+			present[c] = true
+		}
+	}
+	for i, f := range as.Fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if present[f.Name] {
+			b.WriteString(sqlIdent(f.Name))
+			continue
+		}
+		typ, err := duckType(f.Type)
+		if err != nil {
+			return "", status.Errorf(codes.Unimplemented, "table %s: column %s: %v", name, f.Name, err)
+		}
+		b.WriteString("CAST(NULL AS " + typ + ") AS " + sqlIdent(f.Name))
+	}
+	if len(segs) == 0 {
+		b.WriteString(" WHERE false")
+		return b.String(), nil
+	}
+	b.WriteString(" FROM read_parquet([")
+	for i, f := range files {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(sqlString(f))
+	}
+	b.WriteString("]")
+	if !same {
+		b.WriteString(", union_by_name = true")
+	}
+	b.WriteString(")")
+	return b.String(), nil
+}
+
+// duckType names the DuckDB type of an Arrow type, for typed NULLs.
+func duckType(t arrow.DataType) (string, error) {
+	switch t := t.(type) {
+	case *arrow.BooleanType:
+		return "BOOLEAN", nil
+	case *arrow.Int8Type:
+		return "TINYINT", nil
+	case *arrow.Int16Type:
+		return "SMALLINT", nil
+	case *arrow.Int32Type:
+		return "INTEGER", nil
+	case *arrow.Int64Type:
+		return "BIGINT", nil
+	case *arrow.Uint8Type:
+		return "UTINYINT", nil
+	case *arrow.Uint16Type:
+		return "USMALLINT", nil
+	case *arrow.Uint32Type:
+		return "UINTEGER", nil
+	case *arrow.Uint64Type:
+		return "UBIGINT", nil
+	case *arrow.Float16Type, *arrow.Float32Type:
+		return "FLOAT", nil
+	case *arrow.Float64Type:
+		return "DOUBLE", nil
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+		return "VARCHAR", nil
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
+		return "BLOB", nil
+	case *arrow.Date32Type, *arrow.Date64Type:
+		return "DATE", nil
+	case *arrow.Time32Type, *arrow.Time64Type:
+		return "TIME", nil
+	case *arrow.TimestampType:
+		if t.TimeZone != "" {
+			return "TIMESTAMPTZ", nil
+		}
+		switch t.Unit {
+		case arrow.Second:
+			return "TIMESTAMP_S", nil
+		case arrow.Millisecond:
+			return "TIMESTAMP_MS", nil
+		case arrow.Nanosecond:
+			return "TIMESTAMP_NS", nil
+		}
+		return "TIMESTAMP", nil
+	case *arrow.DurationType:
+		return "INTERVAL", nil
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("DECIMAL(%d, %d)", t.Precision, t.Scale), nil
+	case *arrow.ListType:
+		e, err := duckType(t.Elem())
+		return e + "[]", err
+	case *arrow.LargeListType:
+		e, err := duckType(t.Elem())
+		return e + "[]", err
+	case *arrow.StructType:
+		parts := make([]string, t.NumFields())
+		for i, f := range t.Fields() {
+			ft, err := duckType(f.Type)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = sqlIdent(f.Name) + " " + ft
+		}
+		return "STRUCT(" + strings.Join(parts, ", ") + ")", nil
+	case *arrow.MapType:
+		k, err := duckType(t.KeyType())
+		if err != nil {
+			return "", err
+		}
+		v, err := duckType(t.ItemType())
+		return "MAP(" + k + ", " + v + ")", err
+	}
+	return "", fmt.Errorf("Arrow type %s has no SQL mapping", t)
+}
