@@ -41,8 +41,8 @@
 //
 //   - SQL is read-only: data arrives by bulk ingest (CommandStatementIngest)
 //     or DoPut; schema changes by the Flight actions.
-//   - No transactions (SqlInfo 8 says NONE); ingest ignores none and refuses
-//     a transaction id.
+//   - No transactions (SqlInfo 8 says NONE): every ingest is one atomic
+//     commit, and a request carrying a transaction id is refused.
 //   - Tickets are stateless: a statement ticket carries the text, the
 //     table versions and the bound parameters, and any server over the same
 //     root can serve it while those versions' segments exist.
