@@ -231,6 +231,21 @@ func (s *session) query(ctx context.Context, q string, args []any) (array.Record
 	return s.execute(ctx, ps, args)
 }
 
+// columnNames returns the result column names of q, from its prepared
+// statement.
+func (s *session) columnNames(q string) ([]string, error) {
+	ps, err := s.prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	defer bindings.DestroyPrepare(&ps)
+	names := make([]string, int(bindings.PreparedStatementColumnCount(ps)))
+	for i := range names {
+		names[i] = bindings.PreparedStatementColumnName(ps, bindings.IdxT(i))
+	}
+	return names, nil
+}
+
 // errUntyped means a prepared statement's result types are not known
 // before it runs (a parameter without context decides them).
 var errUntyped = errors.New("the result types depend on the parameter values")

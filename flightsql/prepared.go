@@ -224,11 +224,14 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	if ctx.Err() != nil {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
+	s.prepared.mu.Lock()
 	ps.rows = rows
+	s.prepared.mu.Unlock()
 	return h, nil
 }
 
-// boundRows returns the parameter rows to execute with.
+// boundRows returns the parameter rows to execute with (call with the
+// store's lock held: a concurrent DoPut may bind new rows).
 func (ps *prepared) boundRows() ([][]any, error) {
 	if ps.nparams == 0 {
 		return [][]any{nil}, nil
@@ -246,7 +249,9 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, err
 	}
+	s.prepared.mu.Lock()
 	rows, err := ps.boundRows()
+	s.prepared.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +314,9 @@ func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInf
 		}
 		if cancel, ok := s.running[h.ID]; ok {
 			cancel()
+		}
+		if rq := s.ready.take(h.ID, h.Query); rq != nil {
+			rq.close() // started by GetFlightInfo, not fetched yet
 		}
 		s.cancelled[h.ID] = now
 	}

@@ -104,7 +104,10 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 			lo = &v
 		}
 	}
-	lower := func(v tableformat.IndexValue) {
+	lower := func(v tableformat.IndexValue, ok bool) {
+		if !ok { // no value above v: no upper bound
+			return
+		}
 		if hi == nil || v.Compare(*hi) < 0 {
 			hi = &v
 		}
@@ -112,43 +115,43 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 	entities := map[string]tableformat.EntityValue{}
 	for _, c := range conds {
 		if strings.EqualFold(c.column, ix.Column) {
-			vals := make([]tableformat.IndexValue, 0, len(c.vals))
+			vals := make([]bound, 0, len(c.vals))
 			for _, ve := range c.vals {
-				v, good := indexValueOf(ix.Kind.Type, ve, args)
+				b, good := boundOf(st, ve, args)
 				if !good {
 					vals = nil
 					break
 				}
-				vals = append(vals, v)
+				vals = append(vals, b)
 			}
 			if len(vals) == 0 {
 				continue
 			}
 			switch c.op {
 			case ">=", ">":
-				raise(vals[0])
+				raise(vals[0].low())
 			case "<":
-				lower(vals[0])
+				lower(vals[0].high(), true)
 			case "<=":
-				lower(step(vals[0]))
+				lower(step(vals[0].high()))
 			case "=":
-				raise(vals[0])
-				lower(step(vals[0]))
+				raise(vals[0].low())
+				lower(step(vals[0].high()))
 			case "between":
-				raise(vals[0])
-				lower(step(vals[1]))
+				raise(vals[0].low())
+				lower(step(vals[1].high()))
 			case "in":
 				mn, mx := vals[0], vals[0]
 				for _, v := range vals[1:] {
-					if v.Compare(mn) < 0 {
+					if v.v.Compare(mn.v) < 0 {
 						mn = v
 					}
-					if v.Compare(mx) > 0 {
+					if v.v.Compare(mx.v) > 0 {
 						mx = v
 					}
 				}
-				raise(mn)
-				lower(step(mx))
+				raise(mn.low())
+				lower(step(mx.high()))
 			}
 			ok = true
 			continue
@@ -182,34 +185,72 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 	return opts, false, ok
 }
 
-// indexStep returns v plus the smallest step of the index column's values,
-// so that an inclusive upper bound becomes an exclusive one even after a
-// timestamp bound is floored to the column's unit.
-func indexStep(st *tableformat.State) func(tableformat.IndexValue) tableformat.IndexValue {
-	unit := time.Nanosecond
+// columnUnit is the precision DuckDB compares the index column's
+// timestamps at: the column's unit, but at least microseconds for a zoned
+// column (DuckDB's TIMESTAMPTZ holds microseconds).
+func columnUnit(st *tableformat.State) time.Duration {
 	if f, ok := st.Schema().Column(st.Index().Column); ok && f.Type.Kind == tableformat.TypeTimestamp {
+		if f.Type.Timezone != nil && *f.Type.Timezone != "" && f.Type.Unit == tableformat.Nanos {
+			return time.Microsecond
+		}
 		switch f.Type.Unit {
 		case tableformat.Millis:
-			unit = time.Millisecond
+			return time.Millisecond
 		case tableformat.Micros:
-			unit = time.Microsecond
+			return time.Microsecond
 		}
 	}
-	return func(v tableformat.IndexValue) tableformat.IndexValue {
+	return time.Nanosecond
+}
+
+// indexStep returns v plus the smallest step of the index column's values,
+// so that an inclusive upper bound becomes an exclusive one even after a
+// timestamp bound is floored to the column's unit; false when v is the
+// largest value (there is no exclusive bound above it).
+func indexStep(st *tableformat.State) func(tableformat.IndexValue) (tableformat.IndexValue, bool) {
+	unit := columnUnit(st)
+	return func(v tableformat.IndexValue) (tableformat.IndexValue, bool) {
 		switch v.Type {
 		case tableformat.IndexTimestamp:
 			v.Time = v.Time.Add(unit)
 		case tableformat.IndexInt64:
-			if v.Int < math.MaxInt64 {
-				v.Int++
+			if v.Int == math.MaxInt64 {
+				return v, false
 			}
+			v.Int++
 		default:
-			if v.Uint < math.MaxUint64 {
-				v.Uint++
+			if v.Uint == math.MaxUint64 {
+				return v, false
 			}
+			v.Uint++
 		}
-		return v
+		return v, true
 	}
+}
+
+// bound is a value a conjunct compares the index with, as DuckDB will
+// read it, and how far DuckDB's rounding of it to the compared type's
+// precision may move it (TIMESTAMP_S rounds to seconds, the others to
+// milliseconds or finer).
+type bound struct {
+	v     tableformat.IndexValue
+	slack time.Duration
+}
+
+func (b bound) low() tableformat.IndexValue {
+	v := b.v
+	if v.Type == tableformat.IndexTimestamp {
+		v.Time = v.Time.Add(-b.slack)
+	}
+	return v
+}
+
+func (b bound) high() tableformat.IndexValue {
+	v := b.v
+	if v.Type == tableformat.IndexTimestamp {
+		v.Time = v.Time.Add(b.slack)
+	}
+	return v
 }
 
 // resolveValue returns a value expression's Go value: a string, an int64,
@@ -235,38 +276,86 @@ func resolveValue(ve valueExpr, args []any) (any, bool) {
 	return nil, false
 }
 
-func indexValueOf(t tableformat.IndexType, ve valueExpr, args []any) (tableformat.IndexValue, bool) {
+// boundOf reads a compared value the way DuckDB will. A string becomes the
+// type it is cast to, or the column's type: a zoned type (TIMESTAMPTZ)
+// applies a UTC offset written in the string, a zoneless one (TIMESTAMP,
+// TIMESTAMP_S/_MS/_NS) keeps the wall clock and drops the offset, DATE
+// keeps the day. A parameter is bound as the type DuckDB inferred for it
+// (see bindTime), so only a DATE cast changes its value.
+func boundOf(st *tableformat.State, ve valueExpr, args []any) (bound, bool) {
 	v, ok := resolveValue(ve, args)
 	if !ok || v == nil {
-		return tableformat.IndexValue{}, false
+		return bound{}, false
 	}
-	switch t {
+	switch st.Index().Kind.Type {
 	case tableformat.IndexTimestamp:
+		zoned := false
+		if f, ok := st.Schema().Column(st.Index().Column); ok && f.Type.Timezone != nil && *f.Type.Timezone != "" {
+			zoned = true
+		}
+		target := ve.cast
+		switch {
+		case target == "" || target == "VARCHAR":
+			if zoned {
+				target = "TIMESTAMP WITH TIME ZONE"
+			} else {
+				target = "TIMESTAMP"
+			}
+		case target != "DATE" && !strings.HasPrefix(target, "TIMESTAMP"):
+			return bound{}, false
+		}
+		var t time.Time
 		switch x := v.(type) {
 		case time.Time:
-			return tableformat.TimeValue(x.UTC()), true
+			t = x.UTC()
 		case string:
-			if ve.cast != "" && !strings.HasPrefix(ve.cast, "TIMESTAMP") && ve.cast != "DATE" && ve.cast != "VARCHAR" {
-				return tableformat.IndexValue{}, false
+			wall, instant, ok := parseTime(x)
+			if !ok {
+				return bound{}, false
 			}
-			tm, ok := parseTime(x)
-			return tableformat.TimeValue(tm), ok
+			t = wall
+			if target == "TIMESTAMP WITH TIME ZONE" {
+				t = instant
+			}
+		default:
+			return bound{}, false
 		}
+		// DuckDB rounds a value to its type's precision; when the value
+		// is finer than that, the bound gets one unit of slack each way.
+		unit := time.Microsecond
+		switch target {
+		case "DATE":
+			return bound{v: tableformat.TimeValue(t.Truncate(24 * time.Hour))}, true
+		case "TIMESTAMP_S":
+			unit = time.Second
+		case "TIMESTAMP_MS":
+			unit = time.Millisecond
+		case "TIMESTAMP_NS":
+			unit = time.Nanosecond
+		}
+		if ve.kind == 'p' { // bound as the column's type
+			unit = columnUnit(st)
+		}
+		b := bound{v: tableformat.TimeValue(t)}
+		if t.Sub(t.Truncate(unit)) != 0 {
+			b.slack = unit
+		}
+		return b, true
 	case tableformat.IndexInt64:
 		if n, ok := v.(int64); ok && ve.kind != 's' {
-			return tableformat.Int64Value(n), true
+			return bound{v: tableformat.Int64Value(n)}, true
 		}
 	case tableformat.IndexUInt64:
 		switch n := v.(type) {
 		case int64:
 			if n >= 0 {
-				return tableformat.Uint64Value(uint64(n)), true
+				return bound{v: tableformat.Uint64Value(uint64(n))}, true
 			}
 		case uint64:
-			return tableformat.Uint64Value(n), true
+			return bound{v: tableformat.Uint64Value(n)}, true
 		}
 	}
-	return tableformat.IndexValue{}, false
+	return bound{}, false
 }
 
 func entityValueOf(f *tableformat.Field, ve valueExpr, args []any) (tableformat.EntityValue, bool) {
@@ -305,10 +394,12 @@ var timeLayouts = []string{
 	"2006-01-02",
 }
 
-// parseTime reads a timestamp literal the way DuckDB does in a session
-// whose time zone is UTC: ISO 8601 with a space or T, optional fraction
-// and offset; no offset means UTC.
-func parseTime(s string) (time.Time, bool) {
+// parseTime reads a timestamp literal as DuckDB does: ISO 8601 with a
+// space or T, optional fraction and UTC offset. wall is the written date
+// and time taken as UTC (what a zoneless type keeps); instant applies the
+// offset (what TIMESTAMPTZ keeps; the session zone is UTC, so no offset
+// means UTC).
+func parseTime(s string) (wall, instant time.Time, ok bool) {
 	s = strings.TrimSpace(s)
 	if len(s) > 10 && (s[10] == 'T' || s[10] == 't') {
 		s = s[:10] + " " + s[11:]
@@ -318,8 +409,9 @@ func parseTime(s string) (time.Time, bool) {
 	}
 	for _, l := range timeLayouts {
 		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
-			return t.UTC(), true
+			wall = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+			return wall, t.UTC(), true
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, time.Time{}, false
 }

@@ -234,7 +234,22 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 		}
 	}
 	defer rdr.Release()
-	return rdr.Schema(), plan, nil
+	return s.namesOf(sess, plan.text, rdr.Schema()), plan, nil
+}
+
+// namesOf gives sc the column names the statement itself has: nesting it
+// in SELECT * FROM (…) makes DuckDB rename repeated names (x, x_1).
+func (s *Server) namesOf(sess *session, q string, sc *arrow.Schema) *arrow.Schema {
+	names, err := sess.columnNames(q)
+	if err != nil || len(names) != sc.NumFields() {
+		return sc
+	}
+	fields := slices.Clone(sc.Fields())
+	for i := range fields {
+		fields[i].Name = names[i]
+	}
+	md := sc.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 // trimStatement drops a trailing semicolon so the text can be nested.
@@ -444,10 +459,18 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		if rec.NumRows() == 0 {
 			continue
 		}
+		n := recordBytes(rec)
+		if len(parts) > 0 && bytes+n > s.opts.BatchBytes {
+			// Send what is held first, so that a batch stays under
+			// BatchBytes unless one chunk alone is larger.
+			if !flush() {
+				return false
+			}
+		}
 		rec.Retain()
 		parts = append(parts, rec)
 		rows += int(rec.NumRows())
-		bytes += recordBytes(rec)
+		bytes += n
 		if rows >= s.opts.BatchRows || bytes >= s.opts.BatchBytes {
 			if !flush() {
 				return false

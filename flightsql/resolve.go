@@ -176,10 +176,14 @@ func (a *analysis) collect(stmt map[string]any) {
 		}
 		switch str(m["type"]) {
 		case "BASE_TABLE":
+			renamed, _ := m["column_name_alias"].([]any)
 			a.refs = append(a.refs, &tableRef{
 				catalog: str(m["catalog_name"]), schema: str(m["schema_name"]),
 				name: str(m["table_name"]), alias: str(m["alias"]),
-				loc: location(m["query_location"]), pruneOK: true,
+				loc: location(m["query_location"]),
+				// Columns renamed in FROM (t(a, b)) would be matched by
+				// their old names; a sample is drawn before WHERE.
+				pruneOK: len(renamed) == 0 && m["sample"] == nil,
 			})
 		case "TABLE_FUNCTION":
 			fn, _ := m["function"].(map[string]any)
@@ -254,14 +258,16 @@ func (a *analysis) constrain(stmt map[string]any) {
 		}
 		var from []*tableRef
 		ok := fromRefs(m["from_table"], byLoc, &from)
-		if !ok {
+		// USING SAMPLE draws before WHERE filters: pruning would change
+		// what is sampled.
+		if !ok || m["sample"] != nil {
 			for _, r := range from {
 				r.pruneOK = false
 			}
 			return
 		}
 		single := len(from) == 1 && isBaseTable(m["from_table"])
-		if single {
+		if single && from[0].pruneOK {
 			from[0].latest = latestOf(m, from[0])
 		}
 		for _, c := range conjuncts(m["where_clause"]) {
@@ -299,8 +305,33 @@ func latestOf(m map[string]any, r *tableRef) *latestShape {
 	if m["where_clause"] != nil || m["having"] != nil || m["qualify"] != nil || m["sample"] != nil {
 		return nil
 	}
-	if g, _ := m["group_expressions"].([]any); len(g) > 0 {
+	if g, _ := m["group_expressions"].([]any); len(g) > 0 || str(m["aggregate_handling"]) != "STANDARD_HANDLING" {
 		return nil
+	}
+	// Only plain columns (and *) in the select list: an aggregate or a
+	// window function needs more than the newest rows, and an alias could
+	// give ORDER BY a name that is not the column's.
+	items, _ := m["select_list"].([]any)
+	for _, it := range items {
+		im, _ := it.(map[string]any)
+		switch str(im["class"]) {
+		case "STAR":
+			for _, k := range []string{"replace_list", "rename_list"} {
+				if l, _ := im[k].([]any); len(l) > 0 {
+					return nil
+				}
+			}
+			if ex, ok := im["expr"]; ok && ex != nil {
+				return nil // COLUMNS(...) and friends
+			}
+		case "COLUMN_REF":
+			col, ok := ownColumn(im, r)
+			if !ok || (str(im["alias"]) != "" && !strings.EqualFold(str(im["alias"]), col)) {
+				return nil
+			}
+		default:
+			return nil
+		}
 	}
 	mods, _ := m["modifiers"].([]any)
 	shape := &latestShape{}
@@ -383,8 +414,11 @@ func fromRefs(v any, byLoc map[int][]*tableRef, out *[]*tableRef) bool {
 	case "JOIN":
 		okL := fromRefs(m["left"], byLoc, out)
 		okR := fromRefs(m["right"], byLoc, out)
+		// An ASOF join matches each row with the nearest row of the other
+		// side: dropping rows there changes the match, not only what
+		// survives WHERE. Positional and lateral joins likewise.
 		switch str(m["ref_type"]) {
-		case "REGULAR", "CROSS", "NATURAL", "ASOF":
+		case "REGULAR", "CROSS", "NATURAL":
 		default:
 			return false
 		}

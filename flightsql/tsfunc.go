@@ -246,7 +246,7 @@ func boundJSON(st *tableformat.State, v any) (any, error) {
 		case time.Time:
 			return x.UTC().Format(time.RFC3339Nano), nil
 		case string:
-			t, ok := parseTime(x)
+			_, t, ok := parseTime(x)
 			if !ok {
 				return nil, fmt.Errorf("%q is not a timestamp", x)
 			}
