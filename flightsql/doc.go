@@ -20,7 +20,7 @@
 // tsflight.main.t), takes one snapshot per table, and prunes each table's
 // segments with the WHERE conjuncts that compare its index column with
 // constants or parameters (=, <, <=, >, >=, BETWEEN, IN) and its entity
-// columns with constants (=). On a fresh DuckDB connection each reference
+// columns with constants (=, IN). On a fresh DuckDB connection each reference
 // is replaced, in the statement's text, by a subquery reading exactly the
 // table's planned Parquet files with read_parquet (a temporary view when a
 // reference cannot be located), and the statement runs otherwise

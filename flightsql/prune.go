@@ -4,6 +4,7 @@ package flightsql
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -36,14 +37,14 @@ func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tabl
 		if !r.pruneOK || len(r.conds) == 0 {
 			return st.Segments
 		}
-		opts, none, ok := scanOptionsFor(st, r.conds, args)
+		set, none, ok := scanOptionsFor(st, r.conds, args)
 		if none {
 			continue
 		}
 		if !ok {
 			return st.Segments
 		}
-		segs, err := st.PlanScan(opts)
+		segs, err := set.plan(st)
 		if err != nil {
 			s.log.Debug("pruning skipped", "error", err)
 			return st.Segments
@@ -91,11 +92,50 @@ func latestApplies(st *tableformat.State, shape *latestShape) bool {
 // scanOptionsFor turns a reference's conjuncts into a range and entity
 // filter. none reports a contradiction (the reference reads no row); ok
 // false means nothing usable was found.
-func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts tableformat.ScanOptions, none, ok bool) {
+// scanSet is the scans a reference needs: base, or, with values, one
+// scan per value of an entity column (an IN list), their plans united.
+type scanSet struct {
+	base   tableformat.ScanOptions
+	column string
+	values []tableformat.EntityValue
+}
+
+// plan returns the segments the scans read, in log order.
+func (ss scanSet) plan(st *tableformat.State) ([]tableformat.SegmentMeta, error) {
+	if len(ss.values) == 0 {
+		return st.PlanScan(ss.base)
+	}
+	keep := map[string]bool{}
+	for _, v := range ss.values {
+		o := ss.base
+		o.Entities = maps.Clone(ss.base.Entities)
+		if o.Entities == nil {
+			o.Entities = map[string]tableformat.EntityValue{}
+		}
+		o.Entities[ss.column] = v
+		segs, err := st.PlanScan(o)
+		if err != nil {
+			return nil, err
+		}
+		for _, sg := range segs {
+			keep[sg.Path] = true
+		}
+	}
+	var out []tableformat.SegmentMeta
+	for _, sg := range st.Segments {
+		if keep[sg.Path] {
+			out = append(out, sg)
+		}
+	}
+	return out, nil
+}
+
+func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (set scanSet, none, ok bool) {
+	var opts tableformat.ScanOptions
 	ix := st.Index()
 	schema := st.Schema()
 	if ix == nil || schema == nil {
-		return opts, false, false
+		return set, false, false
 	}
 	step := indexStep(st)
 	var lo, hi *tableformat.IndexValue
@@ -113,6 +153,8 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 		}
 	}
 	entities := map[string]tableformat.EntityValue{}
+	var ins []tableformat.EntityValue // one IN list on an entity column
+	var insCol string
 	for _, c := range conds {
 		if strings.EqualFold(c.column, ix.Column) {
 			vals := make([]bound, 0, len(c.vals))
@@ -156,7 +198,7 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 			ok = true
 			continue
 		}
-		if c.op != "=" || len(c.vals) != 1 {
+		if (c.op != "=" || len(c.vals) != 1) && c.op != "in" {
 			continue
 		}
 		for _, ec := range ix.EntityColumns {
@@ -164,25 +206,40 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (opts table
 				continue
 			}
 			f, _ := schema.Column(ec)
-			ev, good := entityValueOf(f, c.vals[0], args)
-			if !good {
-				continue
+			var list []tableformat.EntityValue
+			for _, ve := range c.vals {
+				ev, good := entityValueOf(f, ve, args)
+				if !good {
+					list = nil
+					break
+				}
+				list = append(list, ev)
 			}
-			if prev, dup := entities[ec]; dup && prev.Compare(ev) != 0 {
-				return opts, true, true
+			switch {
+			case len(list) == 0:
+			case len(list) == 1:
+				if prev, dup := entities[ec]; dup && prev.Compare(list[0]) != 0 {
+					return set, true, true
+				}
+				entities[ec] = list[0]
+				ok = true
+			case ins == nil: // the first IN list of an entity column
+				ins, insCol = list, ec
+				ok = true
 			}
-			entities[ec] = ev
-			ok = true
 		}
 	}
+	if _, fixed := entities[insCol]; fixed {
+		ins = nil // an equality on the same column says more
+	}
 	if lo != nil && hi != nil && lo.Compare(*hi) >= 0 {
-		return opts, true, true
+		return set, true, true
 	}
 	opts.Start, opts.End = lo, hi
 	if len(entities) > 0 {
 		opts.Entities = entities
 	}
-	return opts, false, ok
+	return scanSet{base: opts, column: insCol, values: ins}, false, ok
 }
 
 // columnUnit is the precision DuckDB compares the index column's

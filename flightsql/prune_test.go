@@ -172,3 +172,45 @@ func TestRepeatedColumnNames(t *testing.T) {
 		t.Fatalf("FlightInfo schema %s, stream %s", sc, r.schema)
 	}
 }
+
+// TestEntityPruning: segments holding one entity each (the layout of
+// per-device uploads) are pruned by equality and by IN lists on the entity
+// column.
+func TestEntityPruning(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	for i, host := range []string{"a", "b", "c"} {
+		rec := cpuBatch(s.cliMem, t0, 600, host)
+		mode := "append"
+		if i == 0 {
+			mode = "create"
+		}
+		_, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		where   string
+		rows    string
+		planned int
+	}{
+		{"host = 'b'", "600", 1},
+		{"host IN ('b')", "600", 1},
+		{"host IN ('a', 'c')", "1200", 2},
+		{"host IN ('a', 'zz')", "600", 1},
+		{"host IN ('a', 'c') AND host = 'c'", "600", 1},
+		{"host IN ('a', 'b') AND ts < TIMESTAMPTZ '2024-01-01 00:05:00'", "600", 2},
+		{"host = 'a' OR host = 'b'", "1200", 3},
+	}
+	for _, c := range cases {
+		q := "SELECT count(*) FROM cpu WHERE " + c.where
+		if got := s.scalar(ctx, q); got != c.rows {
+			t.Fatalf("%s = %s, want %s", q, got, c.rows)
+		}
+		if planned, total := s.lastPlan("cpu"); planned != c.planned || total != 3 {
+			t.Fatalf("%s: planned %d of %d, want %d of 3", q, planned, total, c.planned)
+		}
+	}
+}
