@@ -146,19 +146,13 @@ func (s *session) prepare(q string) (bindings.PreparedStatement, error) {
 	return ps, nil
 }
 
-// paramTypes returns DuckDB's inferred types of q's parameters.
-func (s *session) paramTypes(q string) ([]bindings.Type, error) {
-	ps, err := s.prepare(q)
-	if err != nil {
-		return nil, err
-	}
-	defer bindings.DestroyPrepare(&ps)
-	n := int(bindings.NParams(ps))
-	out := make([]bindings.Type, n)
+// paramTypes returns DuckDB's inferred types of ps's parameters.
+func paramTypes(ps bindings.PreparedStatement) []bindings.Type {
+	out := make([]bindings.Type, int(bindings.NParams(ps)))
 	for i := range out {
 		out[i] = bindings.ParamType(ps, bindings.IdxT(i+1))
 	}
-	return out, nil
+	return out
 }
 
 // bind binds positional arguments (see goValue for the Go types).
@@ -231,19 +225,13 @@ func (s *session) query(ctx context.Context, q string, args []any) (array.Record
 	return s.execute(ctx, ps, args)
 }
 
-// columnNames returns the result column names of q, from its prepared
-// statement.
-func (s *session) columnNames(q string) ([]string, error) {
-	ps, err := s.prepare(q)
-	if err != nil {
-		return nil, err
-	}
-	defer bindings.DestroyPrepare(&ps)
+// columnNames returns the result column names of ps.
+func columnNames(ps bindings.PreparedStatement) []string {
 	names := make([]string, int(bindings.PreparedStatementColumnCount(ps)))
 	for i := range names {
 		names[i] = bindings.PreparedStatementColumnName(ps, bindings.IdxT(i))
 	}
-	return names, nil
+	return names
 }
 
 // errUntyped means a prepared statement's result types are not known

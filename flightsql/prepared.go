@@ -92,45 +92,27 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		return res, errNoTransactions()
 	}
 	q := req.GetQuery()
-	dataset, plan, err := s.describe(ctx, q, nil, nil)
+	d, err := s.describe(ctx, q, nil, nil)
 	if err != nil {
 		return res, err
 	}
-	params, err := s.paramSchema(ctx, plan)
-	if err != nil {
-		return res, err
-	}
+	params := paramSchema(d.plan, d.params)
 	h := newID()
-	s.prepared.put(h, &prepared{query: q, dataset: dataset, params: params, nparams: plan.declared})
+	s.prepared.put(h, &prepared{query: q, dataset: d.schema, params: params, nparams: d.plan.declared})
 	isUpdate := false
-	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: dataset, ParameterSchema: params, IsUpdate: &isUpdate}, nil
+	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: d.schema, ParameterSchema: params, IsUpdate: &isUpdate}, nil
 }
 
-// paramSchema asks DuckDB for the types it inferred for the parameters.
-func (s *Server) paramSchema(ctx context.Context, plan *queryPlan) (*arrow.Schema, error) {
+// paramSchema is the parameter schema of a prepared statement: one field
+// per "?" of the original text, typed as DuckDB inferred it (types are of
+// the rewritten text's parameters).
+func paramSchema(plan *queryPlan, types []bindings.Type) *arrow.Schema {
 	fields := make([]arrow.Field, plan.declared)
-	for i := range fields {
-		fields[i] = arrow.Field{Name: fmt.Sprintf("parameter_%d", i+1), Type: arrow.BinaryTypes.String, Nullable: true}
-	}
-	if plan.params == 0 {
-		return arrow.NewSchema(fields, nil), nil
-	}
-	sess, err := s.engine.open(ctx)
-	if err != nil {
-		return nil, sqlStatus(err)
-	}
-	defer sess.close()
-	if err := s.setup(ctx, sess, plan); err != nil {
-		return nil, err
-	}
-	types, err := sess.paramTypes(plan.text)
-	if err != nil {
-		return nil, sqlStatus(err)
-	}
 	// The rewritten text's parameters are the original ones that no table
 	// function consumed, in order (those keep utf8: they are parsed).
 	next := 0
 	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("parameter_%d", i+1), Type: arrow.BinaryTypes.String, Nullable: true}
 		if plan.consumed[i+1] {
 			continue
 		}
@@ -141,7 +123,7 @@ func (s *Server) paramSchema(ctx context.Context, plan *queryPlan) (*arrow.Schem
 		}
 		next++
 	}
-	return arrow.NewSchema(fields, nil), nil
+	return arrow.NewSchema(fields, nil)
 }
 
 // arrowParamType is the Arrow type clients should bind for a DuckDB

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	bindings "github.com/duckdb/duckdb-go-bindings"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,9 +34,9 @@ type stmtHandle struct {
 	// Rows are the bound parameter rows, executed in order into one
 	// stream (none: one execution without parameters).
 	Rows [][]wireValue `json:"a,omitempty"`
-	// Schema, when set, is the IPC schema every endpoint of the statement
-	// must stream: with several parameter rows, a NULL parameter gives
-	// DuckDB a column of type NULL where other rows give it a type.
+	// Schema, when set, is the IPC schema the stream must have: with
+	// several parameter rows, DuckDB types a column fed by a NULL parameter
+	// as INTEGER where other rows give it its real type (see unifySchemas).
 	Schema []byte `json:"s,omitempty"`
 }
 
@@ -59,11 +60,11 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 	if len(cmd.GetTransactionId()) > 0 {
 		return nil, errNoTransactions()
 	}
-	sc, _, err := s.describe(ctx, cmd.GetQuery(), nil, nil)
+	d, err := s.describe(ctx, cmd.GetQuery(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(d.schema, s.alloc)}, nil
 }
 
 // flightInfo plans q once per parameter row and returns one endpoint that
@@ -79,18 +80,11 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		}
 		if rq != nil {
 			h := stmtHandle{ID: newID(), Query: q, Versions: rq.plan.versions}
-			raw, err := json.Marshal(h)
-			if err != nil {
+			if info.Endpoint, err = endpointOf(&h); err != nil {
 				rq.close()
-				return nil, status.Error(codes.Internal, err.Error())
-			}
-			tkt, err := flightsql.CreateStatementQueryTicket(raw)
-			if err != nil {
-				rq.close()
-				return nil, status.Error(codes.Internal, err.Error())
+				return nil, err
 			}
 			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
-			info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
 			s.ready.put(h.ID, rq)
 			return info, nil
 		}
@@ -98,19 +92,16 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	schemas := make([]*arrow.Schema, len(rows))
 	var versions map[string]uint64
 	for i, args := range rows {
-		sc, plan, err := s.describe(ctx, q, args, versions)
+		d, err := s.describe(ctx, q, args, versions)
 		if err != nil {
 			return nil, err
 		}
-		schemas[i] = sc
+		schemas[i] = d.schema
 		if i == 0 {
-			versions = plan.versions
+			versions = d.plan.versions
 		}
 	}
-	unified, err := unifySchemas(schemas, rows)
-	if err != nil {
-		return nil, err
-	}
+	unified := unifySchemas(schemas, rows)
 	info.Schema = flight.SerializeSchema(unified, s.alloc)
 	h := stmtHandle{ID: newID(), Query: q, Versions: versions}
 	for i, args := range rows {
@@ -126,6 +117,15 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		}
 		h.Rows = append(h.Rows, w)
 	}
+	var err error
+	if info.Endpoint, err = endpointOf(&h); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// endpointOf is the one endpoint of a statement: its ticket carries h.
+func endpointOf(h *stmtHandle) ([]*flight.FlightEndpoint, error) {
 	raw, err := json.Marshal(h)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -134,17 +134,16 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
-	return info, nil
+	return []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}, nil
 }
 
 // unifySchemas is the one schema of several executions of a statement.
-// DuckDB types a parameter bound to NULL without context as INTEGER, so a
-// column's type is taken from the executions whose parameters are all
-// non-NULL (the first execution if there is none); executions with NULL
-// parameters may differ only in columns that then hold nothing but NULLs
-// (conform converts those).
-func unifySchemas(schemas []*arrow.Schema, rows [][]any) (*arrow.Schema, error) {
+// The rows come from one bound batch, so they differ only in which values
+// are NULL; DuckDB types a parameter bound to NULL without context as
+// INTEGER, so the schema is that of the first row without NULLs (the
+// first row if every row has one), all columns nullable. A column fed by
+// a NULL then holds only NULLs, which conform converts.
+func unifySchemas(schemas []*arrow.Schema, rows [][]any) *arrow.Schema {
 	ref := 0
 	for i, args := range rows {
 		if !slices.Contains(args, nil) {
@@ -153,25 +152,12 @@ func unifySchemas(schemas []*arrow.Schema, rows [][]any) (*arrow.Schema, error) 
 		}
 	}
 	base := schemas[ref]
-	for i, sc := range schemas {
-		if sc.NumFields() != base.NumFields() {
-			return nil, status.Error(codes.InvalidArgument, "the parameter rows give the statement results of different shapes")
-		}
-		if slices.Contains(rows[i], nil) {
-			continue
-		}
-		for c, f := range sc.Fields() {
-			if !arrow.TypeEqual(f.Type, base.Field(c).Type) {
-				return nil, status.Errorf(codes.InvalidArgument, "column %d is %s for one parameter row and %s for another; cast the parameters in the statement", c+1, base.Field(c).Type, f.Type)
-			}
-		}
-	}
 	fields := slices.Clone(base.Fields())
 	for i := range fields {
 		fields[i].Nullable = true
 	}
 	md := base.Metadata()
-	return arrow.NewSchema(fields, &md), nil
+	return arrow.NewSchema(fields, &md)
 }
 
 // conform returns rec in target's schema: a column of another type that
@@ -208,40 +194,76 @@ func conform(rec arrow.RecordBatch, target *arrow.Schema, mem memory.Allocator) 
 	return out, nil
 }
 
-// describe plans q with args and returns the result's schema without
-// running it, and the plan (for its table versions).
-func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[string]uint64) (*arrow.Schema, *queryPlan, error) {
+// prepareOn plans q on a new connection, creates what the plan needs and
+// prepares the statement. The caller destroys ps and closes sess.
+func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map[string]uint64) (*session, *queryPlan, bindings.PreparedStatement, error) {
+	var ps bindings.PreparedStatement
 	sess, err := s.engine.open(ctx)
 	if err != nil {
-		return nil, nil, sqlStatus(err)
+		return nil, nil, ps, sqlStatus(err)
+	}
+	plan, err := s.planQuery(ctx, sess, q, args, pinned)
+	if err == nil {
+		err = s.setup(ctx, sess, plan)
+	}
+	if err == nil {
+		if ps, err = sess.prepare(plan.text); err != nil {
+			err = sqlStatus(err)
+		}
+	}
+	if err != nil {
+		sess.close()
+		return nil, nil, ps, err
+	}
+	return sess, plan, ps, nil
+}
+
+// description is what DuckDB says of a planned statement before it runs.
+type description struct {
+	schema *arrow.Schema
+	params []bindings.Type // of the rewritten text's parameters
+	plan   *queryPlan
+}
+
+// describe plans q with args and returns the result's schema without
+// running it, the parameter types, and the plan (for its table versions).
+// Without values the prepared statement's own types are the answer; with
+// values DuckDB may type a parameter by its value, so the statement is
+// bound to them under LIMIT 0.
+func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[string]uint64) (*description, error) {
+	sess, plan, ps, err := s.prepareOn(ctx, q, args, pinned)
+	if err != nil {
+		return nil, err
 	}
 	defer sess.close()
-	plan, err := s.planQuery(ctx, sess, q, args, pinned)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.setup(ctx, sess, plan); err != nil {
-		return nil, nil, err
+	defer bindings.DestroyPrepare(&ps)
+	d := &description{params: paramTypes(ps), plan: plan}
+	if len(args) == 0 {
+		if d.schema, err = sess.describePrepared(ps); err == nil {
+			return d, nil
+		}
+		if err != errUntyped {
+			return nil, sqlStatus(err)
+		}
 	}
 	nargs := plan.bindArgs(args)
 	// LIMIT 0 lets DuckDB bind and type the query without running it.
 	rdr, err := sess.query(ctx, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
 	if err != nil {
 		// A statement that cannot be a subquery: run it and keep the schema.
-		rdr, err = sess.query(ctx, plan.text, nargs)
-		if err != nil {
-			return nil, nil, sqlStatus(err)
+		if rdr, err = sess.query(ctx, plan.text, nargs); err != nil {
+			return nil, sqlStatus(err)
 		}
 	}
 	defer rdr.Release()
-	return s.namesOf(sess, plan.text, rdr.Schema()), plan, nil
+	d.schema = renamed(rdr.Schema(), columnNames(ps))
+	return d, nil
 }
 
-// namesOf gives sc the column names the statement itself has: nesting it
+// renamed gives sc the column names the statement itself has: nesting it
 // in SELECT * FROM (…) makes DuckDB rename repeated names (x, x_1).
-func (s *Server) namesOf(sess *session, q string, sc *arrow.Schema) *arrow.Schema {
-	names, err := sess.columnNames(q)
-	if err != nil || len(names) != sc.NumFields() {
+func renamed(sc *arrow.Schema, names []string) *arrow.Schema {
+	if len(names) != sc.NumFields() {
 		return sc
 	}
 	fields := slices.Clone(sc.Fields())
@@ -300,35 +322,20 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	}
 	var sess *session
 	var rdr array.RecordReader
-	target := (*arrow.Schema)(nil)
-	if rq := s.ready.take(h.ID, h.Query); rq != nil && len(h.Rows) == 0 {
-		// GetFlightInfo started it: wait for its result to be ready.
+	var target *arrow.Schema
+	var err error
+	var rq *readyQuery
+	if len(h.Rows) == 0 { // GetFlightInfo starts only statements without parameters
+		rq = s.ready.take(h.ID, h.Query)
+	}
+	if rq != nil {
+		// GetFlightInfo started it: wait for its result.
 		s.logPlan(h.ID, rq.plan)
-		stopLink := context.AfterFunc(ctx, rq.cancel)
-		defer func() {
-			if rdr == nil { // failed: the execution is over
-				stopLink()
-				rq.cancel()
-			}
-		}()
-		select {
-		case <-rq.done:
-		case <-ctx.Done():
-			rq.close()
-			return fail(status.FromContextError(ctx.Err()).Err())
+		if rdr, err = rq.await(ctx); err != nil {
+			return fail(sqlStatus(err))
 		}
-		if rq.err != nil {
-			rq.sess.close()
-			return fail(sqlStatus(rq.err))
-		}
-		sess, target, rdr = rq.sess, rq.schema, rq.rdr
-		release := rq.cancel
-		rdr = &onRelease{RecordReader: rdr, fn: func() { stopLink(); release() }}
+		sess, target = rq.sess, rq.schema
 	} else {
-		if rq != nil {
-			rq.close()
-		}
-		var err error
 		if sess, err = s.engine.open(ctx); err != nil {
 			return fail(sqlStatus(err))
 		}
@@ -338,7 +345,6 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		}
 		target = rdr.Schema()
 	}
-	var err error
 	if h.Schema != nil {
 		if target, err = flight.DeserializeSchema(h.Schema, s.alloc); err != nil {
 			rdr.Release()
@@ -393,17 +399,6 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 	return rdr, nil
 }
 
-// onRelease calls fn after releasing its reader.
-type onRelease struct {
-	array.RecordReader
-	fn func()
-}
-
-func (o *onRelease) Release() {
-	o.RecordReader.Release()
-	o.fn()
-}
-
 // logPlan logs, per table, the segments an execution planned and pruned.
 func (s *Server) logPlan(id string, plan *queryPlan) {
 	for _, t := range plan.tables {
@@ -440,9 +435,15 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		if len(parts) == 0 {
 			return true
 		}
-		rec, err := flightserver.ConcatBatches(parts, s.alloc)
-		for _, p := range parts {
-			p.Release()
+		var rec arrow.RecordBatch
+		var err error
+		if len(parts) == 1 {
+			rec = parts[0] // nothing to merge: send DuckDB's batch itself
+		} else {
+			rec, err = flightserver.ConcatBatches(parts, s.alloc)
+			for _, p := range parts {
+				p.Release()
+			}
 		}
 		parts, rows, bytes = parts[:0], 0, 0
 		if err == nil {

@@ -45,6 +45,38 @@ func (r *readyQuery) start(ps bindings.PreparedStatement) {
 	}()
 }
 
+// await waits for the execution's result; ctx (the DoGet's) interrupts
+// it from then on. The reader owns the execution: releasing it stops it
+// (the caller closes the session after). On failure await frees
+// everything, the session included.
+func (r *readyQuery) await(ctx context.Context) (array.RecordReader, error) {
+	stop := context.AfterFunc(ctx, r.cancel)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	if err := ctx.Err(); err != nil || r.err != nil {
+		stop()
+		r.close()
+		if err == nil {
+			err = r.err
+		}
+		return nil, err
+	}
+	return &onRelease{RecordReader: r.rdr, fn: func() { stop(); r.cancel() }}, nil
+}
+
+// onRelease calls fn after releasing its reader.
+type onRelease struct {
+	array.RecordReader
+	fn func()
+}
+
+func (o *onRelease) Release() {
+	o.RecordReader.Release()
+	o.fn()
+}
+
 // close stops the execution and frees everything.
 func (r *readyQuery) close() {
 	r.cancel()
@@ -131,32 +163,18 @@ func (c *readyCache) closeAll() {
 // it. It returns nil, nil when the statement's result types cannot be
 // known before it runs; the caller then describes it by running it.
 func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error) {
-	sess, err := s.engine.open(ctx)
+	sess, plan, ps, err := s.prepareOn(ctx, q, nil, nil)
 	if err != nil {
-		return nil, sqlStatus(err)
-	}
-	plan, err := s.planQuery(ctx, sess, q, nil, nil)
-	if err == nil && plan.params > 0 {
-		sess.close()
-		return nil, nil
-	}
-	if err == nil {
-		err = s.setup(ctx, sess, plan)
-	}
-	if err != nil {
-		sess.close()
 		return nil, err
 	}
-	ps, err := sess.prepare(plan.text)
-	if err != nil {
-		sess.close()
-		return nil, sqlStatus(err)
+	sc := (*arrow.Schema)(nil)
+	if plan.params == 0 {
+		sc, err = sess.describePrepared(ps)
 	}
-	sc, err := sess.describePrepared(ps)
-	if err != nil {
+	if sc == nil {
 		bindings.DestroyPrepare(&ps)
 		sess.close()
-		if err == errUntyped {
+		if err == nil || err == errUntyped {
 			return nil, nil
 		}
 		return nil, sqlStatus(err)

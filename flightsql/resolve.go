@@ -116,10 +116,7 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 		if strings.Contains(msg, "Only SELECT statements") {
 			return nil, errReadOnly("a statement other than a query (" + firstWord(q) + ")")
 		}
-		if kind, _ := root["error_type"].(string); kind == "parser" || strings.HasPrefix(msg, "Parser Error") {
-			return nil, status.Error(codes.InvalidArgument, msg)
-		}
-		return nil, status.Error(codes.InvalidArgument, msg)
+		return nil, status.Error(codes.InvalidArgument, msg) // a parser error
 	}
 	stmts, _ := root["statements"].([]any)
 	switch {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -127,12 +126,7 @@ func decodeArgs(ws []wireValue) ([]any, error) {
 		case "uint":
 			out[i], err = strconv.ParseUint(w[1], 10, 64)
 		case "float":
-			var f float64
-			f, err = strconv.ParseFloat(w[1], 64)
-			if err != nil && math.IsInf(f, 0) {
-				err = nil
-			}
-			out[i] = f
+			out[i], err = strconv.ParseFloat(w[1], 64) // "NaN", "+Inf" included
 		case "str":
 			out[i] = w[1]
 		case "bytes":
