@@ -5,6 +5,7 @@ package flightsql
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -67,7 +68,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		return 0, status.Errorf(codes.NotFound, "ingest: schema %q does not exist (the only schema is %q)", cmd.GetSchema(), schemaName)
 	}
 	for k := range cmd.GetOptions() {
-		if key, ok := strings.CutPrefix(k, "tsflight."); ok && !contains(ingestKeys, key) {
+		if key, ok := strings.CutPrefix(k, "tsflight."); ok && !slices.Contains(ingestKeys, key) {
 			return 0, status.Errorf(codes.InvalidArgument, "ingest: unknown option %q (known: tsflight.%s)", k, strings.Join(ingestKeys, ", tsflight."))
 		}
 	}
@@ -109,15 +110,6 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	}
 	s.log.Debug("ingest", "table", name, "version", res.Version, "rows", res.Segment.RowCount)
 	return int64(res.Segment.RowCount), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ingestSpec builds the create-table spec of an ingest from its options
