@@ -1,6 +1,7 @@
 package flightserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -61,4 +62,22 @@ func Status(err error) error {
 // invalid is an InvalidArgument status naming what is wrong.
 func invalid(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// flightSQLTypePrefix starts the type URL of every Flight SQL command (a
+// protobuf Any).
+var flightSQLTypePrefix = []byte("type.googleapis.com/arrow.flight.protocol.sql.")
+
+// refuseFlightSQL answers a Flight SQL command sent to the plain Flight
+// service (a server built without Flight SQL) with UNIMPLEMENTED and the
+// reason, instead of a confusing JSON error.
+func refuseFlightSQL(cmd []byte) error {
+	// An Any starts with field 1 (type_url, wire type 2): 0x0a, a one-byte
+	// length, then the URL.
+	if len(cmd) > 2 && cmd[0] == 0x0a && bytes.HasPrefix(cmd[2:], flightSQLTypePrefix) {
+		name := cmd[2 : 2+min(int(cmd[1]), len(cmd)-2)]
+		return status.Errorf(codes.Unimplemented, "Flight SQL is not served: this tsflight server was built without -tags duckdb_arrow (got %s)",
+			bytes.TrimPrefix(name, []byte("type.googleapis.com/")))
+	}
+	return nil
 }

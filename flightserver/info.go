@@ -27,6 +27,9 @@ func requestOf(desc *flight.FlightDescriptor) (*ScanRequest, error) {
 		}
 		return &ScanRequest{Table: desc.Path[0]}, nil
 	case flight.DescriptorCMD:
+		if err := refuseFlightSQL(desc.Cmd); err != nil {
+			return nil, err
+		}
 		var req ScanRequest
 		if err := decodeStrict("command", desc.Cmd, &req); err != nil {
 			return nil, err

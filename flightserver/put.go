@@ -74,6 +74,9 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		}
 		return s.Table(ctx, req.Table)
 	case flight.DescriptorCMD:
+		if err := refuseFlightSQL(desc.Cmd); err != nil {
+			return nil, err
+		}
 		var cmd putCommand
 		if err := decodeStrict("DoPut command", desc.Cmd, &cmd); err != nil {
 			return nil, err

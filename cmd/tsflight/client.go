@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -84,7 +85,7 @@ func dialServer(uri string) (*client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", addr, err)
 	}
-	return &client{addr: addr, fl: fl, sql: &flightsql.Client{Client: fl}}, nil
+	return &client{addr: addr, fl: fl, sql: &flightsql.Client{Client: fl, Alloc: memory.DefaultAllocator}}, nil
 }
 
 func (c *client) close() { c.fl.Close() }

@@ -360,3 +360,25 @@ func writeJSON(w io.Writer, v any) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// writeCSV writes g as CSV with a header row.
+func (g *grid) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(g.header); err != nil {
+		return err
+	}
+	if err := cw.WriteAll(g.rows); err != nil {
+		return err
+	}
+	return cw.Error()
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -61,7 +62,13 @@ clean shutdown and 1 when calls had to be cancelled.
 (the body; 1 MiB is added for headers), --max-send-msg-size the largest one
 the server sends. Clients must allow messages of that size too.
 
+--demo fills an empty root with the demo table cpu first (TSBS-like CPU
+metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps).
+Once listening, the server prints how to connect with the CLI, pyarrow,
+ADBC and JDBC.
+
 Example:
+  tsflight serve --root ./data --demo
   tsflight serve --root ./data --listen 127.0.0.1:8815
   TSFLIGHT_ROOT=/var/lib/tsflight tsflight serve --log-format json`,
 }
@@ -81,6 +88,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	memoryLimit     byteSize
 	gcPercent       int // -1: leave the runtime's (GOGC) setting
+	demo            bool
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -101,6 +109,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
+	fs.BoolVar(&cfg.demo, "demo", false, "when the root holds no tables, create the demo table cpu (200 hosts, one day at 10 s, with gaps) before serving")
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
 	rest, err := fs.parse(e, args)
@@ -147,6 +156,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
 	}
+	demo, err := prepareDemo(ctx, cfg, svc, log)
+	if err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return err
@@ -182,6 +195,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"shutdown_timeout", cfg.shutdownTimeout.String())
 	// Scripts and tests parse this line; keep "tsflight listening on ADDR".
 	log.Info("tsflight listening on " + lis.Addr().String())
+	printConnectHelp(e.stdout, lis.Addr().String(), svc.Root(), demo)
 	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
 	go func() { r.served <- srv.Serve() }()
 
@@ -193,6 +207,30 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	case <-ctx.Done():
 		return r.shutdown(ctx.Err().Error(), cfg.shutdownTimeout)
 	}
+}
+
+// prepareDemo writes the demo table for --demo when the root holds no
+// tables, and reports whether the demo table is there to talk about.
+func prepareDemo(ctx context.Context, cfg *serveConfig, svc *flightserver.Service, log hclog.Logger) (bool, error) {
+	if !cfg.demo {
+		return false, nil
+	}
+	names, err := svc.TableNames()
+	if err != nil {
+		return false, fmt.Errorf("root %s: %w", cfg.root, err)
+	}
+	if len(names) > 0 {
+		log.Info("--demo: the root already holds tables; not adding demo data", "tables", len(names))
+		return slices.Contains(names, demoTable), nil
+	}
+	start := time.Now()
+	log.Info("--demo: writing the demo table", "table", demoTable, "hosts", demoHosts)
+	rows, err := writeDemo(ctx, svc)
+	if err != nil {
+		return false, fmt.Errorf("writing the demo table: %s", status.Convert(err).Message())
+	}
+	log.Info("--demo: demo table written", "table", demoTable, "rows", rows, "took", time.Since(start).Round(time.Millisecond).String())
+	return true, nil
 }
 
 // running is a server that is serving.

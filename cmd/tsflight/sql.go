@@ -14,6 +14,9 @@ import (
 
 // withSQL wraps svc with Flight SQL (DuckDB): this binary was built with
 // the duckdb_arrow tag. The returned close releases DuckDB.
+// sqlBuilt says whether this binary speaks Flight SQL.
+const sqlBuilt = true
+
 func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger) (flight.FlightServer, func() error, error) {
 	opts := flightsql.DefaultOptions()
 	opts.Logger = log

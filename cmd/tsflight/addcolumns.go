@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+var addColumnsCmd = &command{
+	Name:    "add-columns",
+	Group:   "client",
+	Summary: "add nullable columns to a table",
+	Usage:   "tsflight add-columns [--server URI] TABLE NAME:TYPE...",
+	Help: `Adds nullable columns in one metadata-only commit: no data is rewritten,
+rows written before read NULL in the new columns, and later loads may
+carry them or leave them out. Types are Arrow names: bool, int32, int64,
+uint64, float32, float64, utf8 (or string), binary, fixed_size_binary[N],
+timestamp[ms|us|ns] with an optional zone (timestamp[us, UTC]),
+decimal128(P, S), decimal256(P, S).
+
+Example:
+  tsflight add-columns cpu temp_c:float64 'note:utf8'`,
+}
+
+func init() {
+	addColumnsCmd.Run = runAddColumns
+	register(addColumnsCmd)
+}
+
+func runAddColumns(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(addColumnsCmd)
+	server := serverFlag(fs)
+	format := newChoice("table", "table", "json")
+	fs.Var(format, "format", "output `format`: table or json")
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return usagef("missing the table name")
+	}
+	if len(rest) == 1 {
+		return usagef("missing the columns to add (NAME:TYPE …)")
+	}
+	table := rest[0]
+	type column struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Nullable bool   `json:"nullable"`
+	}
+	var cols []column
+	for _, spec := range rest[1:] {
+		name, typ, ok := strings.Cut(spec, ":")
+		name, typ = strings.TrimSpace(name), strings.TrimSpace(typ)
+		if !ok || name == "" || typ == "" {
+			return usagef("column %q is not NAME:TYPE (e.g. temp_c:float64)", spec)
+		}
+		cols = append(cols, column{Name: name, Type: typ, Nullable: true})
+	}
+	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+		var res struct {
+			Version int64 `json:"version"`
+		}
+		raw, err := c.action(ctx, "add-columns", map[string]any{"table": table, "columns": cols}, &res)
+		if err != nil {
+			return err
+		}
+		if format.value == "json" {
+			return writeRawJSON(e.stdout, raw)
+		}
+		_, err = fmt.Fprintf(e.stdout, "added %d column(s) to %s (version %d)\n", len(cols), table, res.Version)
+		return err
+	})
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/flightserver"
+)
+
+// The demo table: TSBS's cpu-only data set (a hostname entity, nine more
+// tags, ten int64 usage fields, one row per host every 10 s) for
+// demoHosts hosts over one day, appended hour by hour as a collector
+// would, with holes a user can find: see demoHoles.
+const (
+	demoTable = "cpu"
+	demoHosts = 200
+	demoStep  = 10 * time.Second
+	demoSeed  = 20160101
+)
+
+// demoStart is the first timestamp of the demo day (TSBS's default start).
+var demoStart = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var demoFields = []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
+	"usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
+
+var demoTags = []string{"region", "datacenter", "rack", "os", "arch", "team", "service", "service_version", "service_environment"}
+
+var demoRegions = []string{"us-east-1", "us-west-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-1", "ap-southeast-2", "ap-northeast-1", "sa-east-1"}
+
+// demoHole is a stretch of time some hosts sent nothing.
+type demoHole struct {
+	what      string
+	from, to  time.Duration // offsets into the day, [from, to)
+	firstHost int
+	hosts     int // how many hosts from firstHost
+	everyNth  int // >0: only every n-th sample of the stretch is lost (a flaky agent)
+}
+
+// demoHoles are the deliberate gaps of the demo table.
+var demoHoles = []demoHole{
+	{what: "ingest outage, every host", from: 13 * time.Hour, to: 13*time.Hour + 20*time.Minute, firstHost: 0, hosts: demoHosts},
+	{what: "host_7 rebooted", from: 4 * time.Hour, to: 6*time.Hour + 30*time.Minute, firstHost: 7, hosts: 1},
+	{what: "host_42 joined late", from: 0, to: 9 * time.Hour, firstHost: 42, hosts: 1},
+	{what: "rack switch failure, host_100 … host_109", from: 18 * time.Hour, to: 19 * time.Hour, firstHost: 100, hosts: 10},
+	{what: "flaky agent, host_150 (one sample in 3 lost for 10 minutes)", from: 10 * time.Hour, to: 10*time.Hour + 10*time.Minute, firstHost: 150, hosts: 1, everyNth: 3},
+	{what: "host_199 decommissioned", from: 20 * time.Hour, to: 24 * time.Hour, firstHost: 199, hosts: 1},
+}
+
+// demoMissing reports whether host h sent nothing at offset off (step
+// number n of the day).
+func demoMissing(h int, off time.Duration, n int) bool {
+	for _, g := range demoHoles {
+		if h < g.firstHost || h >= g.firstHost+g.hosts || off < g.from || off >= g.to {
+			continue
+		}
+		if g.everyNth == 0 || (n+h)%g.everyNth == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func demoSchema() *arrow.Schema {
+	fields := []arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "hostname", Type: arrow.BinaryTypes.String},
+	}
+	for _, t := range demoTags {
+		fields = append(fields, arrow.Field{Name: t, Type: arrow.BinaryTypes.String})
+	}
+	for _, f := range demoFields {
+		fields = append(fields, arrow.Field{Name: f, Type: arrow.PrimitiveTypes.Int64})
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// demoHostTags are a host's tag values, in demoTags order.
+func demoHostTags(h int, rng *rand.Rand) []string {
+	region := demoRegions[rng.IntN(len(demoRegions))]
+	return []string{
+		region,
+		region + string(rune('a'+rng.IntN(3))),
+		strconv.Itoa(rng.IntN(100)),
+		[]string{"Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"}[rng.IntN(3)],
+		[]string{"x64", "x86"}[rng.IntN(2)],
+		[]string{"SF", "NYC", "LON", "CHI"}[rng.IntN(4)],
+		strconv.Itoa(rng.IntN(20)),
+		strconv.Itoa(rng.IntN(2)),
+		[]string{"production", "staging", "test"}[rng.IntN(3)],
+	}
+}
+
+// writeDemo creates the demo table under svc's root and appends its day
+// of data, one append per hour. It returns the number of rows written.
+func writeDemo(ctx context.Context, svc *flightserver.Service) (int64, error) {
+	schema := demoSchema()
+	spec := &flightserver.TableSpec{IndexColumn: "time", IndexType: "timestamp",
+		Granularity: json.RawMessage(`"10s"`), EntityColumns: []string{"hostname"}}
+	tb, _, err := svc.OpenOrCreate(ctx, demoTable, spec, schema)
+	if err != nil {
+		return 0, err
+	}
+	rng := rand.New(rand.NewPCG(demoSeed, 1))
+	tags := make([][]string, demoHosts)
+	for h := range tags {
+		tags[h] = demoHostTags(h, rng)
+	}
+	// Each field of each host walks between 0 and 100.
+	level := make([][]int64, demoHosts)
+	for h := range level {
+		level[h] = make([]int64, len(demoFields))
+		for f := range level[h] {
+			level[h][f] = rng.Int64N(101)
+		}
+	}
+	var total int64
+	stepsPerHour := int(time.Hour / demoStep)
+	for hour := range 24 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for s := range stepsPerHour {
+			n := hour*stepsPerHour + s
+			off := time.Duration(n) * demoStep
+			ts := arrow.Timestamp(demoStart.Add(off).UnixMicro())
+			for h := range demoHosts {
+				for f := range demoFields { // the walk goes on while a host is silent
+					v := level[h][f] + rng.Int64N(11) - 5
+					level[h][f] = min(100, max(0, v))
+				}
+				if demoMissing(h, off, n) {
+					continue
+				}
+				b.Field(0).(*array.TimestampBuilder).Append(ts)
+				b.Field(1).(*array.StringBuilder).Append("host_" + strconv.Itoa(h))
+				for i, t := range tags[h] {
+					b.Field(2 + i).(*array.StringBuilder).Append(t)
+				}
+				for f := range demoFields {
+					b.Field(2 + len(demoTags) + f).(*array.Int64Builder).Append(level[h][f])
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			return total, err
+		}
+		res, err := svc.Append(ctx, tb, rdr)
+		rdr.Release()
+		if err != nil {
+			return total, fmt.Errorf("demo hour %d: %w", hour, err)
+		}
+		total += int64(res.Segment.RowCount)
+	}
+	return total, nil
+}
+
+// printConnectHelp tells a newcomer how to reach the server at addr.
+func printConnectHelp(w io.Writer, addr, root string, demo bool) {
+	uri := "grpc://" + addr
+	fmt.Fprintf(w, "\ntsflight is serving the tables under %s at %s\n", root, uri)
+	if demo {
+		fmt.Fprintf(w, "demo table %q: %d hosts, one row per host every 10 s on %s, with holes (try the gaps command)\n",
+			demoTable, demoHosts, demoStart.Format("2006-01-02"))
+	}
+	fmt.Fprintf(w, `
+  CLI      tsflight tables --server %[1]s
+           tsflight gaps --start 2016-01-01T00:00:00Z --end 2016-01-02T00:00:00Z cpu
+           tsflight coverage --plot coverage.svg cpu
+  pyarrow  import pyarrow.flight as fl
+           c = fl.connect(%[1]q)
+           info = c.get_flight_info(fl.FlightDescriptor.for_path("cpu"))
+           print(c.do_get(info.endpoints[0].ticket).read_all().num_rows)
+`, uri)
+	if sqlBuilt {
+		fmt.Fprintf(w, `  SQL      tsflight sql "SELECT hostname, max(usage_user) FROM cpu GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
+  ADBC     adbc_driver_flightsql.dbapi.connect(%[1]q)
+  JDBC     jdbc:arrow-flight-sql://%[2]s?useEncryption=false
+`, uri, addr)
+	} else {
+		fmt.Fprintf(w, "  SQL      off: this binary was built without -tags duckdb_arrow (ADBC and JDBC need it)\n")
+	}
+	fmt.Fprintln(w)
+}

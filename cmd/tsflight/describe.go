@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+var describeCmd = &command{
+	Name:    "describe",
+	Group:   "client",
+	Summary: "show a table's index, schema and size",
+	Usage:   "tsflight describe [--server URI] [--format table|csv|json] TABLE",
+	Help: `Shows a table's index (column, type, granularity, entity columns, time
+zone), its columns, and how much data it holds. --format json prints the
+server's describe-table answer as is; --format csv prints the columns.
+
+Example:
+  tsflight describe cpu
+  tsflight describe --format json cpu`,
+}
+
+func init() {
+	describeCmd.Run = runDescribe
+	register(describeCmd)
+}
+
+// tableDescription is the describe-table answer.
+type tableDescription struct {
+	Table           string   `json:"table"`
+	Version         int64    `json:"version"`
+	ProtocolVersion int      `json:"protocol_version"`
+	ReaderFeatures  []string `json:"reader_features"`
+	WriterFeatures  []string `json:"writer_features"`
+	Schema          []struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Nullable bool   `json:"nullable"`
+	} `json:"schema"`
+	Index struct {
+		Column        string          `json:"column"`
+		Type          string          `json:"type"`
+		Granularity   json.RawMessage `json:"granularity"`
+		EntityColumns []string        `json:"entity_columns"`
+		Timezone      *string         `json:"timezone"`
+	} `json:"index"`
+	Segments  int64  `json:"segments"`
+	Rows      int64  `json:"rows"`
+	Bytes     int64  `json:"bytes"`
+	CreatedAt string `json:"created_at"`
+}
+
+func runDescribe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(describeCmd)
+	server := serverFlag(fs)
+	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return err
+	}
+	table, err := oneTable(rest)
+	if err != nil {
+		return err
+	}
+	if err := out.check(e); err != nil {
+		return err
+	}
+	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+		var d tableDescription
+		raw, err := c.action(ctx, "describe-table", map[string]string{"table": table}, &d)
+		if err != nil {
+			return err
+		}
+		w, finish, err := out.open(e)
+		if err != nil {
+			return err
+		}
+		switch out.format.value {
+		case formatJSON:
+			err = writeRawJSON(w, raw)
+		case formatCSV:
+			err = d.columns().writeCSV(w)
+		default:
+			err = d.print(w)
+		}
+		return errors.Join(err, finish(err == nil))
+	})
+}
+
+func (d *tableDescription) columns() *grid {
+	g := &grid{header: []string{"column", "type", "nullable", "role"}}
+	for _, c := range d.Schema {
+		role := ""
+		switch {
+		case c.Name == d.Index.Column:
+			role = "index"
+		case slices.Contains(d.Index.EntityColumns, c.Name):
+			role = "entity"
+		}
+		g.rows = append(g.rows, []string{c.Name, c.Type, strconv.FormatBool(c.Nullable), role})
+	}
+	return g
+}
+
+func (d *tableDescription) print(w io.Writer) error {
+	gran := strings.Trim(string(d.Index.Granularity), `"`)
+	entities := "none"
+	if len(d.Index.EntityColumns) > 0 {
+		entities = strings.Join(d.Index.EntityColumns, ", ")
+	}
+	tz := "none (UTC)"
+	if d.Index.Timezone != nil {
+		tz = *d.Index.Timezone
+	}
+	features := func(f []string) string {
+		if len(f) == 0 {
+			return "none"
+		}
+		return strings.Join(f, ", ")
+	}
+	lines := [][2]string{
+		{"table", d.Table},
+		{"version", strconv.FormatInt(d.Version, 10)},
+		{"index", fmt.Sprintf("%s (%s, granularity %s)", d.Index.Column, d.Index.Type, gran)},
+		{"entities", entities},
+	}
+	if d.Index.Type == "timestamp" {
+		lines = append(lines, [2]string{"timezone", tz})
+	}
+	lines = append(lines,
+		[2]string{"data", fmt.Sprintf("%d rows in %d segments, %s", d.Rows, d.Segments, humanBytes(d.Bytes))},
+		[2]string{"created", d.CreatedAt},
+		[2]string{"protocol", fmt.Sprintf("%d (reader features: %s; writer features: %s)", d.ProtocolVersion, features(d.ReaderFeatures), features(d.WriterFeatures))},
+	)
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%-9s %s\n", l[0], l[1])
+	}
+	b.WriteString("\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(d.Schema) == 0 {
+		_, err := fmt.Fprintf(w, "no columns yet: the first load (or DoPut) sets the schema\n")
+		return err
+	}
+	return d.columns().print(w)
+}
+
+// humanBytes is n in B, KiB, MiB or GiB with one decimal.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGT"[i])
+}
+
+// writeRawJSON pretty-prints a JSON document.
+func writeRawJSON(w io.Writer, raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	return writeJSON(w, v)
+}
