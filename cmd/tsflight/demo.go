@@ -184,7 +184,7 @@ func printConnectHelp(w io.Writer, addr, root string, demo bool) {
            print(c.do_get(info.endpoints[0].ticket).read_all().num_rows)
 `, uri)
 	if sqlBuilt {
-		fmt.Fprintf(w, `  SQL      tsflight sql "SELECT hostname, max(usage_user) FROM cpu GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
+		fmt.Fprintf(w, `  SQL      tsflight sql "SELECT hostname, round(avg(usage_user), 1) AS avg_user FROM cpu GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
   ADBC     adbc_driver_flightsql.dbapi.connect(%[1]q)
   JDBC     jdbc:arrow-flight-sql://%[2]s?useEncryption=false
 `, uri, addr)
