@@ -17,6 +17,7 @@ const (
 	ActionDescribeTable = "describe-table"
 	ActionCoverage      = "coverage"
 	ActionGaps          = "gaps"
+	ActionCoverageGrid  = "coverage-grid"
 	ActionAddColumns    = "add-columns"
 )
 
@@ -25,6 +26,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes, created_at.`},
 	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}, "version"?}. Result: intervals, identities, expected, covered, ratio.`},
 	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?, "version"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
+	{Type: ActionCoverageGrid, Description: `Coverage heat map, entities down and time across. Body: {"table", "start"?, "end"?, "columns"?: 1-4096 (default 200), "rows"?: 1-4096 (default 200), "version"?}. Result: start, end, intervals, identities, entity_columns, edges, column_intervals, rows [{first, last, identities}], covered [[...]].`},
 	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
 }
 
@@ -92,6 +94,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return describe(a.Table, tb.State())
 	case ActionCoverage, ActionGaps:
 		return s.coverageAction(ctx, name, body)
+	case ActionCoverageGrid:
+		return s.coverageGrid(ctx, body)
 	case ActionAddColumns:
 		return s.addColumns(ctx, body)
 	}

@@ -1,0 +1,130 @@
+package flightserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// gridRequest is the body of the coverage-grid action. Start and End are
+// optional (absent or null: from the table's data); Columns and Rows are
+// kept raw so that a bad value is reported as written.
+type gridRequest struct {
+	Table   string          `json:"table"`
+	Start   json.RawMessage `json:"start,omitempty"`
+	End     json.RawMessage `json:"end,omitempty"`
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    json.RawMessage `json:"rows,omitempty"`
+	Version *uint64         `json:"version,omitempty"`
+}
+
+// gridResponse is the result of the coverage-grid action, in the order
+// the contract lists its members.
+type gridResponse struct {
+	Table           string        `json:"table"`
+	Version         uint64        `json:"version"`
+	Start           any           `json:"start"`
+	End             any           `json:"end"`
+	EndInclusive    bool          `json:"end_inclusive,omitempty"`
+	Intervals       uint64        `json:"intervals"`
+	Identities      uint64        `json:"identities"`
+	EntityColumns   []string      `json:"entity_columns"`
+	Edges           []any         `json:"edges"`
+	ColumnIntervals []uint64      `json:"column_intervals"`
+	Rows            []gridRowJSON `json:"rows"`
+	Covered         [][]uint64    `json:"covered"`
+}
+
+// gridRowJSON is one entity group of the grid.
+type gridRowJSON struct {
+	First      string `json:"first"`
+	Last       string `json:"last"`
+	Identities uint64 `json:"identities"`
+}
+
+// present reports whether an optional member was given (not absent, not
+// null).
+func present(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// gridSize reads the columns or rows member: an integer from 1 to most,
+// def when absent.
+func gridSize(field string, raw json.RawMessage, def, most int) (int, error) {
+	if !present(raw) {
+		return def, nil
+	}
+	text := string(bytes.TrimSpace(raw))
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 1 || n > int64(most) {
+		return 0, invalid("%s: %s: %s must be an integer from 1 to %d", ActionCoverageGrid, field, text, most)
+	}
+	return int(n), nil
+}
+
+// coverageGrid answers the coverage-grid action: the coverage heat map of
+// a table, from its coverage bitmaps.
+func (s *Service) coverageGrid(ctx context.Context, body []byte) (any, error) {
+	var req gridRequest
+	if err := decodeStrict(ActionCoverageGrid, body, &req); err != nil {
+		return nil, err
+	}
+	q := tableformat.CoverageGridQuery{}
+	var err error
+	if q.Columns, err = gridSize("columns", req.Columns, tableformat.DefaultGridColumns, tableformat.MaxGridColumns); err != nil {
+		return nil, err
+	}
+	if q.Rows, err = gridSize("rows", req.Rows, tableformat.DefaultGridRows, tableformat.MaxGridRows); err != nil {
+		return nil, err
+	}
+	tb, st, err := s.resolve(ctx, &ScanRequest{Table: req.Table, Version: req.Version})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []struct {
+		field string
+		raw   json.RawMessage
+		dst   **tableformat.IndexValue
+	}{{"start", req.Start, &q.Start}, {"end", req.End, &q.End}} {
+		if !present(b.raw) {
+			continue
+		}
+		v, err := parseIndexValue(b.field, b.raw, st.Index())
+		if err != nil {
+			return nil, err
+		}
+		*b.dst = &v
+	}
+	if q.Start == nil || q.End == nil {
+		if _, _, ok := st.IndexBounds(); !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: table %q has no data yet (version %d), so there is no range to default to; give start and end", ActionCoverageGrid, req.Table, st.Version)
+		}
+	}
+	g, err := tb.CoverageGrid(ctx, st, q)
+	if err != nil {
+		return nil, Status(err)
+	}
+	out := &gridResponse{
+		Table: req.Table, Version: st.Version, Start: indexJSON(g.Start), End: indexJSON(g.End), EndInclusive: g.EndInclusive,
+		Intervals: g.Intervals, Identities: g.Identities, EntityColumns: g.EntityColumns,
+		Edges: make([]any, len(g.Edges)), ColumnIntervals: g.ColumnIntervals,
+		Rows: make([]gridRowJSON, len(g.Rows)), Covered: g.Covered,
+	}
+	for i, e := range g.Edges {
+		out.Edges[i] = indexJSON(e)
+	}
+	for i, r := range g.Rows {
+		out.Rows[i] = gridRowJSON{First: r.First, Last: r.Last, Identities: r.Identities}
+	}
+	if out.Covered == nil {
+		out.Covered = [][]uint64{}
+	}
+	return out, nil
+}
