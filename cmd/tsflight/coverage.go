@@ -118,10 +118,12 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 	rf := addRangeFlags(fs)
 	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
 	var plot string
-	var plotRows, plotCols int
+	var plotRows, plotCols, plotWidth, plotHeight int
 	fs.StringVar(&plot, "plot", "", "draw a heat map to this `file` (.svg or .png)")
-	fs.IntVar(&plotRows, "plot-rows", 0, "most entity rows in the picture (`n`; 0 = fit the image)")
-	fs.IntVar(&plotCols, "plot-columns", 0, "most time columns in the picture (`n`; 0 = fit the image)")
+	fs.IntVar(&plotWidth, "plot-width", 0, "picture width in `pixels` (0 = 1400)")
+	fs.IntVar(&plotHeight, "plot-height", 0, "picture height in `pixels` (0 = 900)")
+	fs.IntVar(&plotRows, "plot-rows", 0, "most entity rows in the picture (`n`; 0 = as many as fit)")
+	fs.IntVar(&plotCols, "plot-columns", 0, "most time columns in the picture (`n`; 0 = as many as fit)")
 	rest, err := fs.parse(e, args)
 	if err != nil {
 		return err
@@ -134,7 +136,7 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if plot != "" {
-		return runCoveragePlot(ctx, e, rf, table, plot, plotRows, plotCols)
+		return runCoveragePlot(ctx, e, rf, table, plot, plotRows, plotCols, plotWidth, plotHeight)
 	}
 	if rf.start == "" || rf.end == "" {
 		return usagef("--start and --end are required (or draw all the data with --plot FILE)")
