@@ -111,7 +111,8 @@ func run(ctx context.Context, args []string, e *env) int {
 
 func printTopUsage(w io.Writer) {
 	fmt.Fprint(w, `tsflight keeps time series in timeseries-table-format tables and serves
-them over Apache Arrow Flight.
+them over Apache Arrow Flight and Flight SQL; the client commands load,
+query and inspect them on a running server (--server, TSFLIGHT_SERVER).
 
 Usage:
   tsflight <command> [flags]
@@ -134,8 +135,11 @@ Commands:
 	fmt.Fprint(w, `
 Run 'tsflight <command> --help' for a command's flags and an example.
 
-Example:
-  tsflight serve --root ./data --listen 127.0.0.1:8815
+Examples:
+  tsflight serve --root ./data --demo
+  tsflight gaps --start 2016-01-01T00:00:00Z --end 2016-01-02T00:00:00Z cpu
+
+Exit codes: 0 success, 1 failure, 2 bad usage, 3 server unreachable.
 `)
 }
 

@@ -41,7 +41,8 @@ func TestBadUsageExits2(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		stdout, _, code := runCLI(t, nil, args...)
-		if code != 0 || !strings.Contains(stdout, "serve ") || !strings.Contains(stdout, "version ") || !strings.Contains(stdout, "Example:") {
+		if code != 0 || !strings.Contains(stdout, "serve ") || !strings.Contains(stdout, "version ") || !strings.Contains(stdout, "Examples:") ||
+			!strings.Contains(stdout, "3 server unreachable") {
 			t.Errorf("tsflight %q: exit %d, stdout %q", args, code, stdout)
 		}
 	}
@@ -53,9 +54,17 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	stdout, _, code := runCLI(t, nil, "version", "--help")
-	if code != 0 || !strings.Contains(stdout, "Example:") {
-		t.Errorf("tsflight version --help: exit %d, stdout %q", code, stdout)
+	// Every command has help with its synopsis and an example, and is in
+	// the command list.
+	list, _, _ := runCLI(t, nil, "--help")
+	for _, name := range []string{"serve", "version", "tables", "describe", "create", "load", "scan", "sql", "coverage", "gaps", "add-columns"} {
+		stdout, _, code := runCLI(t, nil, name, "--help")
+		if code != 0 || !strings.Contains(stdout, "Usage:\n  tsflight "+name) || !strings.Contains(stdout, "Example:") {
+			t.Errorf("tsflight %s --help: exit %d, stdout %q", name, code, stdout)
+		}
+		if !strings.Contains(list, "\n  "+name+" ") {
+			t.Errorf("tsflight --help does not list %s:\n%s", name, list)
+		}
 	}
 }
 
