@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -54,7 +55,7 @@ func serverAddr(uri string) (string, error) {
 	}
 	addr = strings.TrimSuffix(addr, "/")
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" {
+	if _, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil {
 		return "", usagef("--server %q is not grpc://HOST:PORT", uri)
 	}
 	if host == "" {
