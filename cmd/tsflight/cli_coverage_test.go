@@ -42,7 +42,7 @@ func TestCoverage(t *testing.T) {
 		"table     m (version 3)",
 		"range     [2024-06-01T00:00:00Z, 2024-06-01T00:15:00Z)",
 		"entities  host=a",
-		"coverage  94.44 %  (85 of 90 entity-intervals: 1 entities × 90 intervals)",
+		"coverage  94.44 %  (85 of 90 entity-intervals: 1 entity × 90 intervals)",
 	)
 	if out := cov("--entity", "host=a"); out != want {
 		t.Errorf("coverage --entity host=a:\n%s\nwant:\n%s", out, want)
@@ -276,7 +276,7 @@ func TestGapsIntegerIndex(t *testing.T) {
 		"table     ints (version 1)",
 		"range     [0, 100)",
 		"entities  the table",
-		"coverage  0.00 %  (0 of 10 entity-intervals: 1 entities × 10 intervals)",
+		"coverage  0.00 %  (0 of 10 entity-intervals: 1 entity × 10 intervals)",
 	)
 	if out := f.ok(t, "coverage", "--start", "0", "--end", "100", "ints"); out != want {
 		t.Errorf("coverage of an empty integer table:\n%s\nwant:\n%s", out, want)

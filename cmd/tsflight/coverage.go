@@ -166,14 +166,23 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 			} else if a.Identities == 1 {
 				who = "the table"
 			}
-			_, err = fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %d entities × %d intervals)\n",
-				a.Table, a.Version, indexValue(a.Start), indexValue(a.End), who, percent(a.Ratio), a.Covered, a.Expected, a.Identities, a.Intervals)
+			_, err = fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
+				a.Table, a.Version, indexValue(a.Start), indexValue(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
+				plural(a.Identities, "entity", "entities"), plural(a.Intervals, "interval", "intervals"))
 		}
 		return errors.Join(err, finish(err == nil))
 	})
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// plural is "1 entity", "2 entities".
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
+}
 
 // percent prints a ratio as a percentage that never rounds a partial
 // coverage up to 100 % or down to 0 %.

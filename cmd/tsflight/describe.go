@@ -159,7 +159,8 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%d B", n)
 	}
 	v, i := float64(n), -1
-	for v >= unit && i < 3 {
+	// Stop at the unit whose one-decimal rounding stays below 1024.
+	for v >= unit-0.05 && i < 3 {
 		v /= unit
 		i++
 	}

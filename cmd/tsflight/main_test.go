@@ -79,6 +79,7 @@ type serverProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stderr *syncBuffer
+	stdout *syncBuffer // the connect help; kept apart from the log
 	addr   string
 	done   chan struct{}
 	err    error // from Wait, valid after done
@@ -108,11 +109,11 @@ func cleanEnv(env ...string) []string {
 // and waits until it logs its address.
 func startServer(t *testing.T, env []string, args ...string) *serverProc {
 	t.Helper()
-	p := &serverProc{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &serverProc{t: t, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binPath, append([]string{"serve"}, args...)...)
 	p.cmd.Env = cleanEnv(env...)
 	p.cmd.Stderr = p.stderr
-	p.cmd.Stdout = p.stderr
+	p.cmd.Stdout = p.stdout
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func startServer(t *testing.T, env []string, args ...string) *serverProc {
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("server log:\n%s", p.stderr.String())
+			t.Logf("server log:\n%s\nserver stdout:\n%s", p.stderr.String(), p.stdout.String())
 		}
 	})
 	line := p.waitLog("tsflight listening on ", 20*time.Second)

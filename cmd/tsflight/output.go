@@ -62,24 +62,17 @@ func (o *outputFlags) check(e *env) error {
 	return nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // open returns the writer output goes to and a function that finishes it
-// (flush, and close the file). ok=false from finish's caller (an error
-// before the end) removes a created file so no half output is left.
+// (flush, and close the file). finish(false), after an error, removes a
+// regular file the command created, so no half output is left; a device
+// or pipe named by --output is never removed.
 func (o *outputFlags) open(e *env) (io.Writer, func(ok bool) error, error) {
 	if o.output == "" {
 		bw := bufio.NewWriterSize(e.stdout, 64<<10)
 		return bw, func(bool) error { return bw.Flush() }, nil
 	}
+	fi, serr := os.Stat(o.output)
+	special := serr == nil && !fi.Mode().IsRegular()
 	f, err := os.Create(o.output)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +83,7 @@ func (o *outputFlags) open(e *env) (io.Writer, func(ok bool) error, error) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if !ok || err != nil {
+		if (!ok || err != nil) && !special {
 			os.Remove(o.output)
 		}
 		return err
@@ -109,8 +102,10 @@ func (o *outputFlags) newSink(w io.Writer, schema *arrow.Schema) (rowSink, error
 	switch o.format.value {
 	case formatCSV:
 		cw := csv.NewWriter(w)
-		if err := cw.Write(fieldNames(schema)); err != nil {
-			return nil, err
+		if schema.NumFields() > 0 { // a table without columns yet has no header
+			if err := cw.Write(fieldNames(schema)); err != nil {
+				return nil, err
+			}
 		}
 		return &csvSink{w: cw}, nil
 	case formatJSON:
@@ -160,9 +155,9 @@ func valueString(a arrow.Array, i int) string {
 		}
 		return t.Format(time.RFC3339Nano)
 	case *array.Float64:
-		return strconv.FormatFloat(a.Value(i), 'g', -1, 64)
+		return formatFloat(a.Value(i), 64)
 	case *array.Float32:
-		return strconv.FormatFloat(float64(a.Value(i)), 'g', -1, 32)
+		return formatFloat(float64(a.Value(i)), 32)
 	case *array.String:
 		return a.Value(i)
 	case *array.LargeString:
@@ -171,6 +166,16 @@ func valueString(a arrow.Array, i int) string {
 		return valueString(a.Dictionary(), a.GetValueIndex(i))
 	}
 	return a.ValueStr(i)
+}
+
+// formatFloat prints v in the shortest form that reads back the same:
+// plain decimals for everyday magnitudes, an exponent for the very large
+// and the very small.
+func formatFloat(v float64, bits int) string {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e15) {
+		return strconv.FormatFloat(v, 'f', -1, bits)
+	}
+	return strconv.FormatFloat(v, 'g', -1, bits)
 }
 
 // jsonValue is one value for the JSON format.
@@ -270,8 +275,10 @@ func (s *tableSink) write(rec arrow.RecordBatch) error {
 }
 
 func (s *tableSink) close() error {
-	if err := s.grid.print(s.w); err != nil {
-		return err
+	if len(s.grid.header) > 0 { // a table without columns yet has none to show
+		if err := s.grid.print(s.w); err != nil {
+			return err
+		}
 	}
 	switch {
 	case int64(len(s.grid.rows)) < s.total:

@@ -384,6 +384,7 @@ func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{
 		0: "0 B", 1: "1 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 4245: "4.1 KiB",
 		10 << 20: "10.0 MiB", 1<<30 + 1<<29: "1.5 GiB", 5 << 40: "5.0 TiB", 1 << 50: "1024.0 TiB",
+		1048575: "1.0 MiB", 1048500: "1023.9 KiB",
 	} {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
