@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -124,15 +123,8 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&plotHeight, "plot-height", 0, "picture height in `pixels` (0 = 900)")
 	fs.IntVar(&plotRows, "plot-rows", 0, "most entity rows in the picture (`n`; 0 = as many as fit)")
 	fs.IntVar(&plotCols, "plot-columns", 0, "most time columns in the picture (`n`; 0 = as many as fit)")
-	rest, err := fs.parse(e, args)
+	table, err := parseTable(fs, e, args, out)
 	if err != nil {
-		return err
-	}
-	table, err := oneTable(rest)
-	if err != nil {
-		return err
-	}
-	if err := out.check(e); err != nil {
 		return err
 	}
 	if plot != "" {
@@ -147,30 +139,27 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		w, finish, err := out.open(e)
-		if err != nil {
-			return err
-		}
-		switch out.format.value {
-		case formatJSON:
-			err = writeRawJSON(w, raw)
-		case formatCSV:
-			g := grid{header: []string{"table", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}}
-			g.rows = [][]string{{a.Table, itoa(a.Version), indexValue(a.Start), indexValue(a.End), itoa(a.Intervals),
-				itoa(a.Identities), itoa(a.Expected), itoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
-			err = g.writeCSV(w)
-		default:
+		return out.emit(e, func(w io.Writer) error {
+			switch out.format.value {
+			case formatJSON:
+				return writeRawJSON(w, raw)
+			case formatCSV:
+				g := grid{header: []string{"table", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}}
+				g.rows = [][]string{{a.Table, itoa(a.Version), indexValue(a.Start), indexValue(a.End), itoa(a.Intervals),
+					itoa(a.Identities), itoa(a.Expected), itoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
+				return g.writeCSV(w)
+			}
 			who := "all entities"
 			if len(rf.entities) > 0 {
 				who = rf.entities.String()
 			} else if a.Identities == 1 {
 				who = "the table"
 			}
-			_, err = fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
+			_, err := fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
 				a.Table, a.Version, indexValue(a.Start), indexValue(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
 				plural(a.Identities, "entity", "entities"), plural(a.Intervals, "interval", "intervals"))
-		}
-		return errors.Join(err, finish(err == nil))
+			return err
+		})
 	})
 }
 
@@ -232,11 +221,7 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 	var limit, minWindow int
 	fs.IntVar(&limit, "limit", 0, "list at most `n` gaps (0 = the server's default)")
 	fs.IntVar(&minWindow, "min-window", 0, "shortest covered run, in `intervals`, that counts as last covered (0 = 1)")
-	rest, err := fs.parse(e, args)
-	if err != nil {
-		return err
-	}
-	table, err := oneTable(rest)
+	table, err := parseTable(fs, e, args, nil)
 	if err != nil {
 		return err
 	}
@@ -264,10 +249,6 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		w, finish, err := out.open(e)
-		if err != nil {
-			return err
-		}
 		g := grid{header: []string{"start", "end", "intervals"}, right: []bool{false, false, true}}
 		for _, s := range a.Gaps {
 			end := indexValue(s.End)
@@ -276,15 +257,15 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 			}
 			g.rows = append(g.rows, []string{indexValue(s.Start), end, itoa(s.Intervals)})
 		}
-		switch out.format.value {
-		case formatJSON:
-			err = writeRawJSON(w, raw)
-		case formatCSV:
-			err = g.writeCSV(w)
-		default:
-			err = a.print(w, &g)
-		}
-		return errors.Join(err, finish(err == nil))
+		return out.emit(e, func(w io.Writer) error {
+			switch out.format.value {
+			case formatJSON:
+				return writeRawJSON(w, raw)
+			case formatCSV:
+				return g.writeCSV(w)
+			}
+			return a.print(w, &g)
+		})
 	})
 }
 

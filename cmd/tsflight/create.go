@@ -44,11 +44,7 @@ func runCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&timezone, "timezone", "", "IANA time `zone` stored with a timestamp index")
 	format := newChoice("table", "table", "json")
 	fs.Var(format, "format", "output `format`: table or json")
-	rest, err := fs.parse(e, args)
-	if err != nil {
-		return err
-	}
-	table, err := oneTable(rest)
+	table, err := parseTable(fs, e, args, nil)
 	if err != nil {
 		return err
 	}

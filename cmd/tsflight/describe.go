@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -59,15 +58,8 @@ func runDescribe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(describeCmd)
 	server := serverFlag(fs)
 	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
-	rest, err := fs.parse(e, args)
+	table, err := parseTable(fs, e, args, out)
 	if err != nil {
-		return err
-	}
-	table, err := oneTable(rest)
-	if err != nil {
-		return err
-	}
-	if err := out.check(e); err != nil {
 		return err
 	}
 	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
@@ -76,19 +68,15 @@ func runDescribe(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		w, finish, err := out.open(e)
-		if err != nil {
-			return err
-		}
-		switch out.format.value {
-		case formatJSON:
-			err = writeRawJSON(w, raw)
-		case formatCSV:
-			err = d.columns().writeCSV(w)
-		default:
-			err = d.print(w)
-		}
-		return errors.Join(err, finish(err == nil))
+		return out.emit(e, func(w io.Writer) error {
+			switch out.format.value {
+			case formatJSON:
+				return writeRawJSON(w, raw)
+			case formatCSV:
+				return d.columns().writeCSV(w)
+			}
+			return d.print(w)
+		})
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -88,6 +89,17 @@ func (o *outputFlags) open(e *env) (io.Writer, func(ok bool) error, error) {
 		}
 		return err
 	}, nil
+}
+
+// emit writes a report through o: it opens the output, lets write fill it
+// and finishes it (removing a file it started when write failed).
+func (o *outputFlags) emit(e *env, write func(w io.Writer) error) error {
+	w, finish, err := o.open(e)
+	if err != nil {
+		return err
+	}
+	err = write(w)
+	return errors.Join(err, finish(err == nil))
 }
 
 // rowSink receives a result's batches in order.

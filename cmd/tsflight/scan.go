@@ -45,15 +45,8 @@ func runScan(ctx context.Context, e *env, args []string) error {
 	fs.Var(&columns, "columns", "the `columns` to return, in this order (comma-separated; all by default)")
 	fs.Var(entities, "entity", "keep rows whose entity `column=value` (repeatable)")
 	fs.Var(&version, "version", "read this table `version` instead of the newest")
-	rest, err := fs.parse(e, args)
+	table, err := parseTable(fs, e, args, out)
 	if err != nil {
-		return err
-	}
-	table, err := oneTable(rest)
-	if err != nil {
-		return err
-	}
-	if err := out.check(e); err != nil {
 		return err
 	}
 	req := map[string]any{"table": table}

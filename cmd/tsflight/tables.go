@@ -53,6 +53,25 @@ func oneTable(rest []string) (string, error) {
 	}
 }
 
+// parseTable parses a command whose one argument is a table name, and
+// checks the output flags (when out is not nil).
+func parseTable(fs *flagSet, e *env, args []string, out *outputFlags) (string, error) {
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return "", err
+	}
+	table, err := oneTable(rest)
+	if err != nil {
+		return "", err
+	}
+	if out != nil {
+		if err := out.check(e); err != nil {
+			return "", err
+		}
+	}
+	return table, nil
+}
+
 // entityFlag collects repeated --entity col=value flags.
 type entityFlag map[string]string
 
@@ -171,31 +190,27 @@ func runTables(ctx context.Context, e *env, args []string) error {
 			rows = append(rows, r)
 		}
 		slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.Table, b.Table) })
-		w, finish, err := out.open(e)
-		if err != nil {
-			return err
-		}
-		switch out.format.value {
-		case formatJSON:
-			for _, r := range rows {
-				if err = writeJSONLine(w, r); err != nil {
-					break
+		return out.emit(e, func(w io.Writer) error {
+			if out.format.value == formatJSON {
+				for _, r := range rows {
+					if err := writeJSONLine(w, r); err != nil {
+						return err
+					}
 				}
+				return nil
 			}
-		default:
 			g := grid{header: []string{"table", "rows", "bytes", "columns"}, right: []bool{false, true, true, true}}
 			for _, r := range rows {
 				g.rows = append(g.rows, []string{r.Table, strconv.FormatInt(r.Rows, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Columns)})
 			}
 			if out.format.value == formatCSV {
-				err = g.writeCSV(w)
-			} else {
-				err = g.print(w)
-				if err == nil && len(rows) == 0 {
-					_, err = fmt.Fprintln(w, "(no tables yet: tsflight create TABLE … then tsflight load TABLE FILE)")
-				}
+				return g.writeCSV(w)
 			}
-		}
-		return errors.Join(err, finish(err == nil))
+			if err := g.print(w); err != nil || len(rows) > 0 {
+				return err
+			}
+			_, err := fmt.Fprintln(w, "(no tables yet: tsflight create TABLE … then tsflight load TABLE FILE)")
+			return err
+		})
 	})
 }
