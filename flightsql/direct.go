@@ -65,5 +65,5 @@ func (d *Direct) Close() error {
 	return d.eng.close()
 }
 
-// QuoteString quotes s as a SQL string literal ('it''s').
+// QuoteString quotes s as a SQL string literal ('it”s').
 func QuoteString(s string) string { return sqlString(s) }
