@@ -65,5 +65,6 @@ func (d *Direct) Close() error {
 	return d.eng.close()
 }
 
-// QuoteString quotes s as a SQL string literal ('it”s').
+// QuoteString quotes s as a SQL string literal, doubling its single
+// quotes.
 func QuoteString(s string) string { return sqlString(s) }
