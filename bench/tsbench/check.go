@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+)
+
+// tsbsQueryNames are the TSBS query types every run must measure.
+var tsbsQueryNames = []string{"single-groupby-1-1-1", "single-groupby-5-8-1", "cpu-max-all-8", "double-groupby-1",
+	"high-cpu-1", "lastpoint", "groupby-orderby-limit"}
+
+// checkReport reads a report.json back and verifies that it holds every
+// row a run must produce — each workload on each of its systems, with
+// timed runs, rows where rows are read, and a finite ratio for every
+// comparison — so CI proves the harness works end to end. It does not
+// judge speed.
+func checkReport(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var errs []error
+	want := func(group, workloadPrefix string, systems ...string) {
+		for _, sys := range systems {
+			var m *measurement
+			for _, x := range r.Measurements {
+				if x.Group == group && strings.HasPrefix(x.Workload, workloadPrefix) && x.System == sys {
+					m = x
+				}
+			}
+			switch {
+			case m == nil:
+				errs = append(errs, fmt.Errorf("no measurement of %s %q on %s", group, workloadPrefix, sys))
+			case len(m.Times) == 0:
+				errs = append(errs, fmt.Errorf("%s %q on %s: no timed runs", group, m.Workload, sys))
+			default:
+				for _, t := range m.Times {
+					if !(t > 0) || math.IsInf(t, 0) {
+						errs = append(errs, fmt.Errorf("%s %q on %s: run time %v", group, m.Workload, sys, t))
+						break
+					}
+				}
+				// A query may rightly find nothing (the run has checked that
+				// every system agrees); ingest and scans read rows.
+				if (group == "ingest" || group == "scan") && m.Rows <= 0 {
+					errs = append(errs, fmt.Errorf("%s %q on %s: %d rows", group, m.Workload, sys, m.Rows))
+				}
+			}
+		}
+	}
+	want("ingest", "all files", "tsflight", pkgName, "DuckDB COPY")
+	want("scan", "whole table", "tsflight", "Flight ceiling", pkgName)
+	want("scan", "1 h", "tsflight", pkgName)
+	for _, q := range tsbsQueryNames {
+		want("sql", q, "tsflight", "DuckDB", pkgName)
+	}
+	want("coverage", "gaps, one entity", "tsflight")
+	want("coverage", "coverage ratio, whole table", "tsflight")
+	wantCmp := func(group, workloadPrefix, peer string, target bool) {
+		for _, c := range r.Comparisons {
+			if c.Group == group && strings.HasPrefix(c.Workload, workloadPrefix) && c.Peer == peer {
+				if math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio <= 0 {
+					errs = append(errs, fmt.Errorf("comparison %s %q vs %q: ratio %v", group, c.Workload, peer, c.Ratio))
+				}
+				if target && c.Met == nil {
+					errs = append(errs, fmt.Errorf("comparison %s %q vs %q: no verdict on its target", group, c.Workload, peer))
+				}
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("no comparison of %s %q against %q", group, workloadPrefix, peer))
+	}
+	wantCmp("ingest", "all files", "", true)
+	wantCmp("ingest", "all files", pkgName, true)
+	wantCmp("ingest", "all files", "DuckDB COPY", false)
+	wantCmp("scan", "whole table", "Flight ceiling", true)
+	wantCmp("scan", "whole table", pkgName, false)
+	wantCmp("scan", "1 h", pkgName, false)
+	for _, q := range tsbsQueryNames {
+		wantCmp("sql", q, "DuckDB", true)
+		wantCmp("sql", q, pkgName, true)
+	}
+	wantCmp("coverage", "gaps, one entity, whole span (p50)", "", true)
+	wantCmp("coverage", "coverage ratio, whole table, whole span (p50)", "", true)
+	for _, k := range []string{"cpu", "cores", "memory"} {
+		if r.Machine[k] == "" {
+			errs = append(errs, fmt.Errorf("machine: no %s", k))
+		}
+	}
+	for _, k := range []string{"go", "arrow-go", "DuckDB", pkgName, "tsflight"} {
+		if r.Versions[k] == "" {
+			errs = append(errs, fmt.Errorf("versions: no %s", k))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,182 @@
+//go:build duckdb_arrow
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/flightsql"
+)
+
+// runDuck is the child "tsbench duck copy|sql ARGS_JSON": DuckDB used
+// directly, with the server's engine and settings (flightsql.Direct), in
+// its own process so that its memory is its own. It prints one JSON
+// object.
+func runDuck(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return fmt.Errorf("usage: tsbench duck copy|sql ARGS_JSON")
+	}
+	var out any
+	var err error
+	switch args[0] {
+	case "copy":
+		out, err = duckCopy(ctx, args[1])
+	case "sql":
+		out, err = duckSQL(ctx, args[1])
+	default:
+		return fmt.Errorf("unknown duck mode %q", args[0])
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func duckVersion(ctx context.Context, d *flightsql.Direct) string {
+	rdr, err := d.Query(ctx, "SELECT version()")
+	if err != nil {
+		return "?"
+	}
+	defer rdr.Release()
+	if rdr.Next() { // copied: the string lives in DuckDB's chunk
+		return strings.Clone(rdr.RecordBatch().Column(0).ValueStr(0))
+	}
+	return "?"
+}
+
+// duckCopy loads each file into a table (untimed) and times COPY of the
+// table TO zstd Parquet: DuckDB's encoding cost of the same rows.
+func duckCopy(ctx context.Context, raw string) (*duckCopyResult, error) {
+	var a struct {
+		Root  string   `json:"root"`
+		Files []string `json:"files"`
+		Out   string   `json:"out"`
+		Runs  int      `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		return nil, err
+	}
+	d, err := flightsql.OpenDirect(ctx, a.Root, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	res := &duckCopyResult{Version: duckVersion(ctx, d)}
+	for run := range a.Runs {
+		dir := filepath.Join(a.Out, fmt.Sprint(run))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var total time.Duration
+		var rows int64
+		for i, f := range a.Files {
+			if err := d.Exec(ctx, "CREATE OR REPLACE TABLE t AS SELECT * FROM read_parquet("+flightsql.QuoteString(f)+")"); err != nil {
+				return nil, err
+			}
+			n, err := scalarInt(ctx, d, "SELECT count(*) FROM t")
+			if err != nil {
+				return nil, err
+			}
+			rows += n
+			out := filepath.Join(dir, fmt.Sprintf("%04d.parquet", i))
+			start := time.Now()
+			err = d.Exec(ctx, "COPY t TO "+flightsql.QuoteString(out)+" (FORMAT parquet, COMPRESSION zstd)")
+			total += time.Since(start)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := d.Exec(ctx, "DROP TABLE t"); err != nil {
+			return nil, err
+		}
+		os.RemoveAll(dir)
+		res.Rows = rows
+		res.TimesS = append(res.TimesS, total.Seconds())
+	}
+	return res, nil
+}
+
+func scalarInt(ctx context.Context, d *flightsql.Direct, q string) (int64, error) {
+	rdr, err := d.Query(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		return 0, fmt.Errorf("%s: no row", q)
+	}
+	var n int64
+	_, err = fmt.Sscan(rdr.RecordBatch().Column(0).ValueStr(0), &n)
+	return n, err
+}
+
+// duckSQL times the queries on a view over the table's segment files.
+func duckSQL(ctx context.Context, raw string) (*duckSQLResult, error) {
+	var a struct {
+		Root    string       `json:"root"`
+		Files   []string     `json:"files"`
+		Queries []tsbs.Query `json:"queries"`
+		Runs    int          `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		return nil, err
+	}
+	d, err := flightsql.OpenDirect(ctx, a.Root, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	quoted := make([]string, len(a.Files))
+	for i, f := range a.Files {
+		quoted[i] = flightsql.QuoteString(f)
+	}
+	if err := d.Exec(ctx, "CREATE VIEW cpu AS SELECT * FROM read_parquet(["+strings.Join(quoted, ", ")+"])"); err != nil {
+		return nil, err
+	}
+	res := &duckSQLResult{Version: duckVersion(ctx, d), Queries: map[string]peerRun{}}
+	for _, q := range a.Queries {
+		run := func(keep bool) (rows, int64, error) {
+			rdr, err := d.Query(ctx, q.SQL)
+			if err != nil {
+				return nil, 0, err
+			}
+			defer rdr.Release()
+			var out rows
+			var n int64
+			for rdr.Next() {
+				rec := rdr.RecordBatch()
+				n += rec.NumRows()
+				if keep {
+					if out, err = canonical(out, rec); err != nil {
+						return nil, 0, err
+					}
+				}
+			}
+			return out, n, rdr.Err()
+		}
+		answer, _, err := run(true)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", q.Name, err)
+		}
+		var pr peerRun
+		pr.Result = [][]any(answer)
+		for range a.Runs {
+			start := time.Now()
+			_, n, err := run(false)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", q.Name, err)
+			}
+			pr.TimesS = append(pr.TimesS, time.Since(start).Seconds())
+			pr.Rows = n
+		}
+		res.Queries[q.Name] = pr
+	}
+	return res, nil
+}

@@ -1,0 +1,40 @@
+// Command tsbench is tsflight's benchmark harness: it generates TSBS
+// cpu-only data (package bench/tsbs), runs ingest, scan, SQL and coverage
+// workloads on tsflight and on its peers — the timeseries-table-format
+// 0.9.0 Python package, DuckDB reading the same Parquet files, and an
+// in-memory Flight server as the transport ceiling — each in its own
+// process where a network is involved, and writes a report of medians and
+// ratios (report.md, report.json, ratios.svg). See bench/README.md.
+//
+//	tsbench [--mode quick|full] --tsflight BIN --work DIR --out DIR
+//	tsbench ceiling FILE...          (child: the Flight ceiling server)
+//	tsbench duck copy|sql ARGS.json  (child: DuckDB directly)
+//	tsbench check report.json        (every row a run must produce is there)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+func main() {
+	ctx := context.Background()
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "ceiling":
+		err = runCeiling(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "duck":
+		err = runDuck(ctx, os.Args[2:])
+	case len(os.Args) == 3 && os.Args[1] == "check":
+		if err = checkReport(os.Args[2]); err == nil {
+			fmt.Println("report complete:", os.Args[2])
+		}
+	default:
+		err = runBench(ctx, os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tsbench:", err)
+		os.Exit(1)
+	}
+}

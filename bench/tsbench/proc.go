@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// child is a process of the benchmark (a tsflight server, the Flight
+// ceiling server) that listens on an address it prints.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	addr string
+	log  *bytes.Buffer // its output, for failures
+	done chan struct{}
+	err  error
+}
+
+// startChild runs argv and waits until a line of its output matches re,
+// whose first group is the address.
+func startChild(name string, re *regexp.Regexp, argv ...string) (*child, error) {
+	c := &child{name: name, cmd: exec.Command(argv[0], argv[1:]...), log: &bytes.Buffer{}, done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	c.cmd.Stdout, c.cmd.Stderr = pw, pw
+	c.cmd.Stdin = nil
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		pw.Close()
+		close(c.done)
+	}()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			c.log.WriteString(line + "\n")
+			if m := re.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case c.addr = <-found:
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("%s exited before listening (%v):\n%s", name, c.err, c.log.String())
+	case <-time.After(5 * time.Minute):
+		c.cmd.Process.Kill()
+		return nil, fmt.Errorf("%s did not listen within 5 minutes", name)
+	}
+}
+
+// stop sends SIGTERM, waits, and returns the process's peak RSS in bytes.
+func (c *child) stop() (int64, error) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+		return 0, fmt.Errorf("%s did not stop within 60 s of SIGTERM", c.name)
+	}
+	rss := peakRSS(c.cmd.ProcessState)
+	if c.err != nil {
+		return rss, fmt.Errorf("%s: %v\n%s", c.name, c.err, tail(c.log.String(), 40))
+	}
+	return rss, nil
+}
+
+// peakRSS is a finished process's maximum resident set, in bytes.
+func peakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // KiB on Linux
+	}
+	return 0
+}
+
+// selfRSS is this process's peak RSS so far, in bytes.
+func selfRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+var listeningRE = listenRE("tsflight")
+
+// listenRE matches "NAME listening on ADDR".
+func listenRE(name string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(name) + ` listening on ([^\s"]+)`)
+}
+
+// startServer runs "tsflight serve" on root.
+func startServer(bin, root string) (*child, error) {
+	argv := []string{bin, "serve", "--root", root, "--listen", "127.0.0.1:0"}
+	return startChild("tsflight serve", listeningRE, argv...)
+}
+
+// runJSON runs argv to completion and decodes its standard output (one
+// JSON document) into out; its peak RSS is returned.
+func runJSON(ctx context.Context, out any, argv ...string) (int64, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	rss := peakRSS(cmd.ProcessState)
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return rss, fmt.Errorf("%s exited %d:\n%s", strings.Join(argv[:min(len(argv), 3)], " "), ee.ExitCode(), tail(stderr.String(), 40))
+		}
+		return rss, err
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		return rss, fmt.Errorf("%s: output is not JSON (%v):\n%s", argv[0], err, tail(stdout.String(), 20))
+	}
+	return rss, nil
+}

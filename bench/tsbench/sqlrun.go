@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// adbcQuery runs q through an ADBC connection, reading every batch; with
+// keep it returns the canonical rows.
+func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string, keep bool) (rows, int64, error) {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(q); err != nil {
+		return nil, 0, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rdr.Release()
+	var out rows
+	var n int64
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		n += rec.NumRows()
+		if keep {
+			if out, err = canonical(out, rec); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return out, n, rdr.Err()
+}
+
+// segmentFiles lists the live Parquet segments of the benchmark table.
+func (b *bench) segmentFiles(ctx context.Context) ([]string, error) {
+	tb, err := tableformat.Open(ctx, storage.Local(filepath.Join(b.root, table)), nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sg := range tb.State().Segments {
+		out = append(out, filepath.Join(b.root, table, filepath.FromSlash(sg.Path)))
+	}
+	return out, nil
+}
+
+// sql runs the TSBS queries through ADBC on tsflight, through DuckDB on
+// the table's segment files (a child process), and through the package's
+// Session.sql; the answers must agree.
+func (b *bench) sql(ctx context.Context) error {
+	if err := b.startScanServer(); err != nil {
+		return err
+	}
+	qs := b.cfg.params.Queries(table)
+	db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + b.srv.addr})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cnxn, err := db.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer cnxn.Close()
+	answers := map[string]rows{}
+	for _, q := range qs {
+		var n int64
+		res, _, err := adbcQuery(ctx, cnxn, q.SQL, true)
+		if err != nil {
+			return fmt.Errorf("%s: %w", q.Name, err)
+		}
+		answers[q.Name] = res
+		times, err := timeRuns(b.cfg.sqlRuns, func() (err error) {
+			_, n, err = adbcQuery(ctx, cnxn, q.SQL, false)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", q.Name, err)
+		}
+		b.r.add(&measurement{Group: "sql", Workload: q.Name, System: "tsflight", Times: times, Rows: n, Note: "ADBC Go driver"})
+	}
+
+	files, err := b.segmentFiles(ctx)
+	if err != nil {
+		return err
+	}
+	var dres duckSQLResult
+	rss, err := runJSON(ctx, &dres, b.cfg.self, "duck", "sql", mustJSON(map[string]any{"root": b.root, "files": files, "queries": qs, "runs": b.cfg.sqlRuns}))
+	if err != nil {
+		return err
+	}
+	var perr error
+	for _, q := range qs {
+		d, ok := dres.Queries[q.Name]
+		if !ok {
+			return fmt.Errorf("DuckDB has no answer for %s", q.Name)
+		}
+		if diff := answers[q.Name].diff(fromJSON(d.Result)); diff != "" {
+			perr = errors.Join(perr, fmt.Errorf("%s: tsflight and DuckDB differ: %s", q.Name, diff))
+		}
+		b.r.add(&measurement{Group: "sql", Workload: q.Name, System: "DuckDB", Times: d.TimesS, Rows: d.Rows, RSS: rss,
+			Note: "the server's DuckDB engine and settings, a view over every segment file"})
+	}
+
+	var pres peerSQL
+	args := map[string]any{"table_root": filepath.Join(b.root, table), "table": table, "queries": qs, "runs": b.cfg.sqlRuns, "warmup": 1}
+	rss, err = b.runPeer(ctx, "sql", args, &pres)
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		p, ok := pres.Queries[q.Name]
+		if !ok {
+			return fmt.Errorf("the package has no answer for %s", q.Name)
+		}
+		if diff := answers[q.Name].diff(fromJSON(p.Result)); diff != "" {
+			perr = errors.Join(perr, fmt.Errorf("%s: tsflight and the package differ: %s", q.Name, diff))
+		}
+		b.r.add(&measurement{Group: "sql", Workload: q.Name, System: pkgName, Times: p.TimesS, Rows: p.Rows, RSS: rss, Note: "Session.sql"})
+	}
+	return perr
+}
+
+// duckSQLResult is what "tsbench duck sql" prints.
+type duckSQLResult struct {
+	Version string             `json:"version"`
+	Queries map[string]peerRun `json:"queries"`
+}
+
+// duckCopyResult is what "tsbench duck copy" prints.
+type duckCopyResult struct {
+	Version string    `json:"version"`
+	Rows    int64     `json:"rows"`
+	TimesS  []float64 `json:"times_s"`
+}
