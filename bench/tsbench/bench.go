@@ -130,6 +130,7 @@ func runBench(ctx context.Context, args []string) error {
 		logf("   %s took %.1f s", s.name, time.Since(start).Seconds())
 	}
 	b.stopServer()
+	r.Notes = append(r.Notes, fmt.Sprintf("The client process (tsbench: tsflight's DoPut, DoGet and ADBC client, the ceiling's client) peaked at %s RSS.", humanMiB(selfRSS())))
 	r.Took = time.Since(r.Started).Seconds()
 	r.targets()
 	if err := r.write(cfg.out); err != nil {
