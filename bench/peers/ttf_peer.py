@@ -48,7 +48,7 @@ running, e.g. by native code, is sent to stderr). Common keys:
      "pyarrow_version": str, "python_version": str,
      "import_s": float,        # importing pyarrow and the package
      "wall_s": float,          # script start to output, imports included
-     "peak_rss_bytes": int,    # ru_maxrss of this process
+     "peak_rss_bytes": int,    # peak RSS of this process (VmHWM on Linux)
      ...}
 
 ingest adds:
@@ -578,6 +578,18 @@ RUNNERS = {"ingest": run_ingest, "scan": run_scan, "sql": run_sql}
 
 
 def peak_rss_bytes():
+    """This process's peak RSS since it started running Python.
+
+    On Linux it is VmHWM from /proc/self/status: ru_maxrss would also count
+    the parent's resident memory, which the kernel carries over at exec
+    when the parent spawned us with vfork (as Go does)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024
 

@@ -36,6 +36,12 @@ func runDuck(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	switch r := out.(type) {
+	case *duckCopyResult:
+		r.PeakRSS = selfRSS()
+	case *duckSQLResult:
+		r.PeakRSS = selfRSS()
+	}
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
 

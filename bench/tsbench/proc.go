@@ -68,8 +68,10 @@ func startChild(name string, re *regexp.Regexp, argv ...string) (*child, error) 
 	}
 }
 
-// stop sends SIGTERM, waits, and returns the process's peak RSS in bytes.
+// stop sends SIGTERM, waits, and returns the process's peak RSS in bytes
+// (read just before the signal).
 func (c *child) stop() (int64, error) {
+	rss := vmHWM(c.cmd.Process.Pid)
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
@@ -78,14 +80,35 @@ func (c *child) stop() (int64, error) {
 		<-c.done
 		return 0, fmt.Errorf("%s did not stop within 60 s of SIGTERM", c.name)
 	}
-	rss := peakRSS(c.cmd.ProcessState)
+	if rss == 0 {
+		rss = peakRSS(c.cmd.ProcessState)
+	}
 	if c.err != nil {
 		return rss, fmt.Errorf("%s: %v\n%s", c.name, c.err, tail(c.log.String(), 40))
 	}
 	return rss, nil
 }
 
-// peakRSS is a finished process's maximum resident set, in bytes.
+// vmHWM is a running process's peak RSS since its exec, in bytes, from
+// /proc/PID/status (0 if unknown). The rusage figure is no good for our
+// children: Go spawns them with vfork, and at exec the kernel carries the
+// parent's high-water mark into the child's ru_maxrss.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// peakRSS is a finished process's maximum resident set, in bytes, from
+// rusage: an upper bound (see vmHWM).
 func peakRSS(ps *os.ProcessState) int64 {
 	if ps == nil {
 		return 0
@@ -98,6 +121,9 @@ func peakRSS(ps *os.ProcessState) int64 {
 
 // selfRSS is this process's peak RSS so far, in bytes.
 func selfRSS() int64 {
+	if n := vmHWM(os.Getpid()); n > 0 {
+		return n
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
@@ -143,6 +169,13 @@ func runJSON(ctx context.Context, out any, argv ...string) (int64, error) {
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
 		return rss, fmt.Errorf("%s: output is not JSON (%v):\n%s", argv[0], err, tail(stdout.String(), 20))
+	}
+	// The child's own figure (VmHWM) beats rusage's upper bound.
+	var own struct {
+		PeakRSS int64 `json:"peak_rss_bytes"`
+	}
+	if json.Unmarshal(stdout.Bytes(), &own) == nil && own.PeakRSS > 0 {
+		rss = own.PeakRSS
 	}
 	return rss, nil
 }

@@ -137,12 +137,14 @@ func (b *bench) sql(ctx context.Context) error {
 // duckSQLResult is what "tsbench duck sql" prints.
 type duckSQLResult struct {
 	Version string             `json:"version"`
+	PeakRSS int64              `json:"peak_rss_bytes"`
 	Queries map[string]peerRun `json:"queries"`
 }
 
 // duckCopyResult is what "tsbench duck copy" prints.
 type duckCopyResult struct {
 	Version string    `json:"version"`
+	PeakRSS int64     `json:"peak_rss_bytes"`
 	Rows    int64     `json:"rows"`
 	TimesS  []float64 `json:"times_s"`
 }
