@@ -111,6 +111,7 @@ func runBench(ctx context.Context, args []string) error {
 	r.Scale = map[string]any{"hosts": p.Hosts, "hours": p.Duration.Hours(), "step": p.Step.String(), "seed": p.Seed,
 		"rows": p.Rows(), "drop fraction": p.DropFraction, "late fraction": p.LateFraction}
 	b := &bench{cfg: cfg, r: r}
+	defer b.stopServer() // also when a step fails
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -130,7 +131,7 @@ func runBench(ctx context.Context, args []string) error {
 		logf("   %s took %.1f s", s.name, time.Since(start).Seconds())
 	}
 	b.stopServer()
-	r.Notes = append(r.Notes, fmt.Sprintf("The client process (tsbench: tsflight's DoPut, DoGet and ADBC client, the ceiling's client) peaked at %s RSS.", humanMiB(selfRSS())))
+	r.Notes = append(r.Notes, fmt.Sprintf("The client process (tsbench: generating the data, then tsflight's DoPut, DoGet and ADBC client and the ceiling's client) peaked at %s RSS.", humanMiB(selfRSS())))
 	r.Took = time.Since(r.Started).Seconds()
 	r.targets()
 	if err := r.write(cfg.out); err != nil {

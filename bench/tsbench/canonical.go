@@ -87,9 +87,22 @@ func (a rows) diff(b rows) string {
 	return ""
 }
 
+// sorted orders rows by a key in which floats are rounded to 9
+// significant digits, so that two systems' near-equal sums sort alike.
 func (a rows) sorted() rows {
+	key := func(r []any) string {
+		var b strings.Builder
+		for _, v := range r {
+			if f, ok := v.(float64); ok {
+				fmt.Fprintf(&b, "%.9g\x00", f)
+			} else {
+				fmt.Fprintf(&b, "%v\x00", v)
+			}
+		}
+		return b.String()
+	}
 	s := slices.Clone(a)
-	slices.SortFunc(s, func(x, y []any) int { return strings.Compare(fmt.Sprint(x), fmt.Sprint(y)) })
+	slices.SortFunc(s, func(x, y []any) int { return strings.Compare(key(x), key(y)) })
 	return s
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -92,8 +93,19 @@ func put(ctx context.Context, c flight.Client, table string, schema *arrow.Schem
 	if err := stream.CloseSend(); err != nil {
 		return err
 	}
-	if _, err := stream.Recv(); err != nil {
+	res, err := stream.Recv()
+	if err != nil {
 		return err
+	}
+	var want int64
+	for _, b := range batches {
+		want += b.NumRows()
+	}
+	var ans struct {
+		Rows int64 `json:"rows"`
+	}
+	if err := json.Unmarshal(res.AppMetadata, &ans); err != nil || ans.Rows != want {
+		return fmt.Errorf("the server committed %q for %d rows sent", res.AppMetadata, want)
 	}
 	for {
 		if _, err := stream.Recv(); err == io.EOF {

@@ -80,6 +80,17 @@ func (b *bench) ingest(ctx context.Context) error {
 		return err
 	}
 	m := &measurement{Group: "ingest", Workload: "all files", System: "tsflight", Rows: b.rows}
+	// Warm-up: the first file, untimed, into a scratch table.
+	if err := action(ctx, c, "create-table", tableSpec("warmup"), nil); err != nil {
+		c.Close()
+		srv.stop()
+		return err
+	}
+	if _, err := putFiles(ctx, c, "warmup", b.paths()[:1]); err != nil {
+		c.Close()
+		srv.stop()
+		return err
+	}
 	for run := range b.cfg.runs {
 		name := fmt.Sprintf("run%d", run)
 		if err := action(ctx, c, "create-table", tableSpec(name), nil); err != nil {
@@ -122,7 +133,7 @@ func (b *bench) ingest(ctx context.Context) error {
 		os.RemoveAll(troot)
 		var res peerIngest
 		args := map[string]any{"files": b.paths(), "table_root": troot, "index_column": "time",
-			"granularity": "10s", "entity_columns": []string{"hostname"}}
+			"granularity": "10s", "entity_columns": []string{"hostname"}, "warmup": true}
 		rss, err := b.runPeer(ctx, "ingest", args, &res)
 		if err != nil {
 			return err
@@ -242,8 +253,13 @@ func (b *bench) scan(ctx context.Context) error {
 		}
 	}
 
-	// The ceiling: the same batches from memory.
-	ceil, err := startChild("ceiling", ceilingRE, append([]string{b.cfg.self, "ceiling"}, b.paths()...)...)
+	// The ceiling: the same batches from memory, over as many endpoints
+	// as tsflight's plan of the whole table.
+	info, err := b.client.GetFlightInfo(ctx, whole)
+	if err != nil {
+		return err
+	}
+	ceil, err := startChild("ceiling", ceilingRE, append([]string{b.cfg.self, "ceiling", "--endpoints", fmt.Sprint(len(info.Endpoint))}, b.paths()...)...)
 	if err != nil {
 		return err
 	}
@@ -265,8 +281,11 @@ func (b *bench) scan(ctx context.Context) error {
 	if serr != nil {
 		return serr
 	}
+	if rows != b.rows {
+		return fmt.Errorf("the ceiling sent %d rows, want %d", rows, b.rows)
+	}
 	b.r.add(&measurement{Group: "scan", Workload: "whole table", System: "Flight ceiling", Times: times, Rows: rows, Bytes: bytes, RSS: rss,
-		Note: "arrow-go Flight server streaming the batches from memory"})
+		Note: fmt.Sprintf("arrow-go Flight server streaming the batches from memory over %d endpoints, like tsflight's plan", len(info.Endpoint))})
 
 	// The package's sql_reader.
 	var res peerScan
@@ -301,6 +320,36 @@ func (b *bench) coverage(ctx context.Context) error {
 	one := map[string]any{"entity": map[string]string{"hostname": "host_0"}}
 	for k, v := range span {
 		one[k] = v
+	}
+	// The answers first: they must be what the generator dropped.
+	var g struct {
+		Gaps             []json.RawMessage `json:"gaps"`
+		MissingIntervals int64             `json:"missing_intervals"`
+		Truncated        bool              `json:"truncated"`
+	}
+	if err := action(ctx, b.client, "gaps", one, &g); err != nil {
+		return err
+	}
+	var runs, missing int64
+	for s := range p.Steps() {
+		if p.Missing(0, s) {
+			missing++
+			if s == 0 || !p.Missing(0, s-1) {
+				runs++
+			}
+		}
+	}
+	if g.MissingIntervals != missing || (!g.Truncated && int64(len(g.Gaps)) != runs) {
+		return fmt.Errorf("gaps of host_0: %d missing intervals in %d gaps, the generator dropped %d in %d runs", g.MissingIntervals, len(g.Gaps), missing, runs)
+	}
+	var cv struct {
+		Covered, Expected int64
+	}
+	if err := action(ctx, b.client, "coverage", span, &cv); err != nil {
+		return err
+	}
+	if cv.Covered != b.rows || cv.Expected != int64(p.Hosts)*int64(p.Steps()) {
+		return fmt.Errorf("coverage: %d of %d covered, want %d of %d", cv.Covered, cv.Expected, b.rows, int64(p.Hosts)*int64(p.Steps()))
 	}
 	for _, w := range []struct {
 		name, action string

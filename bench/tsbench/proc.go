@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -22,7 +23,8 @@ type child struct {
 	name string
 	cmd  *exec.Cmd
 	addr string
-	log  *bytes.Buffer // its output, for failures
+	mu   sync.Mutex
+	log  *bytes.Buffer // its output, for failures (under mu)
 	done chan struct{}
 	err  error
 }
@@ -34,6 +36,8 @@ func startChild(name string, re *regexp.Regexp, argv ...string) (*child, error) 
 	pr, pw := io.Pipe()
 	c.cmd.Stdout, c.cmd.Stderr = pw, pw
 	c.cmd.Stdin = nil
+	// The child dies with us, whatever happens to us.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -49,7 +53,9 @@ func startChild(name string, re *regexp.Regexp, argv ...string) (*child, error) 
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
+			c.mu.Lock()
 			c.log.WriteString(line + "\n")
+			c.mu.Unlock()
 			if m := re.FindStringSubmatch(line); m != nil && !sent {
 				found <- m[1]
 				sent = true
@@ -61,7 +67,7 @@ func startChild(name string, re *regexp.Regexp, argv ...string) (*child, error) 
 	case c.addr = <-found:
 		return c, nil
 	case <-c.done:
-		return nil, fmt.Errorf("%s exited before listening (%v):\n%s", name, c.err, c.log.String())
+		return nil, fmt.Errorf("%s exited before listening (%v):\n%s", name, c.err, c.output())
 	case <-time.After(5 * time.Minute):
 		c.cmd.Process.Kill()
 		return nil, fmt.Errorf("%s did not listen within 5 minutes", name)
@@ -84,9 +90,16 @@ func (c *child) stop() (int64, error) {
 		rss = peakRSS(c.cmd.ProcessState)
 	}
 	if c.err != nil {
-		return rss, fmt.Errorf("%s: %v\n%s", c.name, c.err, tail(c.log.String(), 40))
+		return rss, fmt.Errorf("%s: %v\n%s", c.name, c.err, tail(c.output(), 40))
 	}
 	return rss, nil
+}
+
+// output is what the child has printed so far.
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
 }
 
 // vmHWM is a running process's peak RSS since its exec, in bytes, from
