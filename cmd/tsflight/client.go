@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -23,7 +24,8 @@ import (
 const defaultServer = "grpc://127.0.0.1:8815"
 
 // exitUnavailable is the exit code of a client command that could not reach
-// the server (nothing was done; retrying later may work).
+// the server and had no answer from it (nothing was done; retrying later
+// may work). A server lost after it answered is a failure (exit 1).
 const exitUnavailable = 3
 
 // clientMsgSize bounds the messages a client command sends and receives:
@@ -70,23 +72,65 @@ type client struct {
 	addr string
 	fl   flight.Client
 	sql  *flightsql.Client
+	// answered is set once the server has answered a call (a unary call
+	// succeeded or a stream delivered a message or ended cleanly): from
+	// then on, losing the server is no longer "nothing was done".
+	answered atomic.Bool
 }
 
 // dialServer connects to the server named by uri. gRPC connects lazily: an
 // unreachable server shows up as the first call's error, which
-// clientError turns into a clear message.
+// wrap turns into a clear message.
 func dialServer(uri string) (*client, error) {
 	addr, err := serverAddr(uri)
 	if err != nil {
 		return nil, err
 	}
+	c := &client{addr: addr}
 	fl, err := flight.NewClientWithMiddleware(addr, nil, nil,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(clientMsgSize), grpc.MaxCallSendMsgSize(clientMsgSize)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(clientMsgSize), grpc.MaxCallSendMsgSize(clientMsgSize)),
+		grpc.WithChainUnaryInterceptor(c.noteUnary),
+		grpc.WithChainStreamInterceptor(c.noteStream))
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", addr, err)
 	}
-	return &client{addr: addr, fl: fl, sql: &flightsql.Client{Client: fl, Alloc: memory.DefaultAllocator}}, nil
+	c.fl = fl
+	c.sql = &flightsql.Client{Client: fl, Alloc: memory.DefaultAllocator}
+	return c, nil
+}
+
+// noteUnary records a unary call the server answered.
+func (c *client) noteUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err == nil {
+		c.answered.Store(true)
+	}
+	return err
+}
+
+// noteStream watches a stream for the server's answers.
+func (c *client) noteStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &notedStream{ClientStream: s, c: c}, nil
+}
+
+// notedStream sets its client's answered when a message arrives or the
+// stream ends with an OK status.
+type notedStream struct {
+	grpc.ClientStream
+	c *client
+}
+
+func (s *notedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err == nil || errors.Is(err, io.EOF) {
+		s.c.answered.Store(true)
+	}
+	return err
 }
 
 func (c *client) close() { c.fl.Close() }
@@ -124,18 +168,32 @@ func (c *client) action(ctx context.Context, name string, req any, resp any) ([]
 	return res.Body, nil
 }
 
-// unavailableError is a server that could not be reached.
+// unavailableError is a server that could not be reached, or was lost.
 type unavailableError struct {
 	addr string
 	err  error
+	// lost: the server had answered an earlier call of the command, so
+	// something may have been done (run exits 1, not 3).
+	lost bool
 }
 
 func (e *unavailableError) Error() string {
+	if e.lost {
+		return fmt.Sprintf("lost the connection to the tsflight server at %s: %s", e.addr, status.Convert(e.err).Message())
+	}
 	return fmt.Sprintf("cannot reach a tsflight server at %s (is it running? set --server or TSFLIGHT_SERVER): %s",
 		e.addr, status.Convert(e.err).Message())
 }
 
 func (e *unavailableError) Unwrap() error { return e.err }
+
+// nothingDone reports whether err is a server that could not be reached by
+// a command none of whose calls it answered: nothing was done, and trying
+// again later is safe (exit 3).
+func nothingDone(err error) bool {
+	var ue *unavailableError
+	return errors.As(err, &ue) && !ue.lost
+}
 
 // wrap turns gRPC errors into readable ones: the server's message without
 // the "rpc error: code = … desc =" prefix, and a pointer to --server when
@@ -150,7 +208,7 @@ func (c *client) wrap(err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		return &unavailableError{addr: c.addr, err: err}
+		return &unavailableError{addr: c.addr, err: err, lost: c.answered.Load()}
 	case codes.Canceled:
 		return context.Canceled
 	}

@@ -93,14 +93,13 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	err := c.Run(ctx, e, args[1:])
 	var ue *usageError
-	var unavailable *unavailableError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "tsflight %s: %s\nRun 'tsflight %s --help' for usage.\n", c.Name, ue.msg, c.Name)
 		return exitUsage
-	case errors.As(err, &unavailable):
+	case nothingDone(err):
 		fmt.Fprintf(e.stderr, "tsflight %s: error: %v\n", c.Name, err)
 		return exitUnavailable
 	default:

@@ -126,6 +126,9 @@ func writeDemo(ctx context.Context, svc *flightserver.Service) (int64, error) {
 	var total int64
 	stepsPerHour := int(time.Hour / demoStep)
 	for hour := range 24 {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		for s := range stepsPerHour {
 			n := hour*stepsPerHour + s
@@ -181,7 +184,7 @@ func printConnectHelp(w io.Writer, addr, root string, demo bool) {
   pyarrow  import pyarrow.flight as fl
            c = fl.connect(%[1]q)
            info = c.get_flight_info(fl.FlightDescriptor.for_path("cpu"))
-           print(c.do_get(info.endpoints[0].ticket).read_all().num_rows)
+           print(sum(c.do_get(e.ticket).read_all().num_rows for e in info.endpoints))
 `, uri)
 	if sqlBuilt {
 		fmt.Fprintf(w, `  SQL      tsflight sql "SELECT hostname, round(avg(usage_user), 1) AS avg_user FROM cpu GROUP BY ALL ORDER BY 2 DESC LIMIT 5"

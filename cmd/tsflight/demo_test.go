@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // startServerStdout is startServer with the server's standard output kept
@@ -110,9 +116,14 @@ func TestServeDemo(t *testing.T) {
 		t.Skip("the demo table takes a minute to write under -race")
 	}
 	root := t.TempDir()
+	// Stopped while it writes the demo table (Ctrl-C, or killed), --demo
+	// leaves no partial table behind: the next --demo writes it whole.
+	demoInterrupted(t, root, os.Interrupt)
+	demoInterrupted(t, root, os.Kill)
 	began := time.Now()
 	p, stdout := startServerStdout(t, 8*time.Minute, "--root", root, "--listen", "127.0.0.1:0", "--demo")
 	t.Logf("serve --demo was listening after %s (race detector %v)", time.Since(began).Round(time.Millisecond), raceEnabled)
+	p.waitLog("--demo: removing an unfinished demo table: dir="+root+"/.demo-", time.Second)
 	uri := "grpc://" + p.addr
 
 	// The rows: every host at every step but the holes.
@@ -143,7 +154,8 @@ func TestServeDemo(t *testing.T) {
 		"  pyarrow  import pyarrow.flight as fl",
 		`           c = fl.connect("` + uri + `")`,
 		`           info = c.get_flight_info(fl.FlightDescriptor.for_path("cpu"))`,
-		"           print(c.do_get(info.endpoints[0].ticket).read_all().num_rows)",
+		// Every endpoint: a whole-table FlightInfo has one per core.
+		"           print(sum(c.do_get(e.ticket).read_all().num_rows for e in info.endpoints))",
 	}
 	lines := cliLines(t, out)
 	if len(lines) < len(want)+2 || strings.Join(lines[:len(want)], "\n") != strings.Join(want, "\n") || lines[len(lines)-1] != "" {
@@ -168,6 +180,18 @@ func TestServeDemo(t *testing.T) {
 	if strings.Contains(out, "[INFO]") || strings.Contains(p.stderr.String(), "tsflight is serving") {
 		t.Errorf("log and connect help mixed up:\nstdout:\n%s", out)
 	}
+	// The pyarrow snippet, run as printed, counts every row.
+	printed := want
+	if len(lines) >= len(want) {
+		printed = lines[:len(want)]
+	}
+	var snippet []string
+	for _, l := range printed[7:] {
+		if len(l) > len("  pyarrow  ") {
+			snippet = append(snippet, l[len("  pyarrow  "):])
+		}
+	}
+	demoRunPython(t, strings.Join(snippet, "\n")+"\n", fmt.Sprint(rows))
 
 	env := []string{"TSFLIGHT_SERVER=" + uri}
 	ok := func(args ...string) string {
@@ -265,6 +289,11 @@ func TestServeDemo(t *testing.T) {
 		t.Errorf("gaps of the day:\n%s\nwant:\n%s", out, wantGaps)
 	}
 
+	// Nothing of the interrupted attempts is left.
+	if entries, err := os.ReadDir(root); err != nil || len(entries) != 1 || entries[0].Name() != "cpu" {
+		t.Errorf("the root holds %v (%v), want the table cpu only", entries, err)
+	}
+
 	// Restarted with --demo on the same root: nothing is added.
 	p.stop()
 	p2, stdout2 := startServerStdout(t, time.Minute, "--root", root, "--listen", "127.0.0.1:0", "--demo")
@@ -280,6 +309,96 @@ func TestServeDemo(t *testing.T) {
 		t.Errorf("describe cpu after the restart: %+v, %v; want version 25, 24 segments, %d rows", d, err, rows)
 	}
 	p2.stop()
+}
+
+// demoInterrupted starts serve --demo on root, stops it with sig once the
+// demo table has two of its 24 hours, and checks that no table cpu is
+// left (a Ctrl-C also leaves no temporary directory).
+func demoInterrupted(t *testing.T, root string, sig os.Signal) {
+	t.Helper()
+	cmd := exec.Command(binPath, "serve", "--root", root, "--listen", "127.0.0.1:0", "--demo")
+	cmd.Env = cleanEnv()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The table's log, wherever it is written: create and two appends.
+	logs := []string{filepath.Join(root, "cpu", tableformat.LogDir), filepath.Join(root, ".*", "cpu", tableformat.LogDir)}
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		n := 0
+		for _, pattern := range logs {
+			dirs, _ := filepath.Glob(pattern)
+			for _, d := range dirs {
+				entries, _ := os.ReadDir(d)
+				n = max(n, len(entries))
+			}
+		}
+		if n >= 3 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve --demo exited (%v) before the demo table had two hours; log:\n%s", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the demo table did not get two hours in 4 minutes; log:\n%s", stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Logf("serve --demo stopped by %v while writing: %v", sig, err)
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("serve --demo still running a minute after %v; log:\n%s", sig, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(root, "cpu")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after %v while writing the demo table, %s/cpu exists (%v); log:\n%s", sig, root, err, stderr.String())
+	}
+	if sig == os.Kill { // killed: the table's temporary directory stays, for the next --demo to remove
+		if dirs, _ := filepath.Glob(filepath.Join(root, ".demo-*")); len(dirs) != 1 {
+			t.Errorf("after SIGKILL while writing the demo table: temporary directories %q, want one", dirs)
+		}
+	}
+	if sig == os.Interrupt {
+		if !strings.Contains(stderr.String(), "interrupted while writing the demo table") {
+			t.Errorf("log after Ctrl-C:\n%s", stderr.String())
+		}
+		if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+			t.Errorf("after Ctrl-C while writing the demo table, the root holds %v (%v)", entries, err)
+		}
+	}
+}
+
+// demoRunPython runs script with python3 and checks that it prints want.
+// Without python3 and pyarrow the check is skipped, except in CI
+// (CI=true), which has them.
+func demoRunPython(t *testing.T, script, want string) {
+	t.Helper()
+	if err := exec.Command("python3", "-c", "import pyarrow.flight").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Errorf("python3 with pyarrow.flight is needed in CI: %v", err)
+		} else {
+			t.Logf("not running the pyarrow snippet: no python3 with pyarrow.flight (%v)", err)
+		}
+		return
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("python3", "-")
+	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || strings.TrimSpace(stdout.String()) != want {
+		t.Errorf("the pyarrow snippet:\n%s\nprinted %q (%v; stderr %s), want %s", script, stdout.String(), err, stderr.String(), want)
+	}
 }
 
 // TestServeDemoLeavesOtherTables: --demo on a root that holds tables adds

@@ -140,7 +140,8 @@ func (d *tableDescription) print(w io.Writer) error {
 	return d.columns().print(w)
 }
 
-// humanBytes is n in B, KiB, MiB or GiB with one decimal.
+// humanBytes is n in B, KiB, MiB, GiB, TiB or PiB with one decimal: 1.5
+// MiB. describe and load print sizes with it.
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
@@ -148,11 +149,11 @@ func humanBytes(n int64) string {
 	}
 	v, i := float64(n), -1
 	// Stop at the unit whose one-decimal rounding stays below 1024.
-	for v >= unit-0.05 && i < 3 {
+	for v >= unit-0.05 && i < 4 {
 		v /= unit
 		i++
 	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGT"[i])
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
 }
 
 // writeRawJSON pretty-prints a JSON document.

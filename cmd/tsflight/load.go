@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -201,9 +198,8 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	}
 
 	// SIGINT or SIGTERM abandons the file being sent; a second one kills.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clientContext(ctx)
 	defer stop()
-	context.AfterFunc(ctx, stop)
 
 	c, err := dialServer(*server)
 	if err != nil {
@@ -251,7 +247,7 @@ func (l *loadJob) run(ctx context.Context, table string, files []*loadFile) erro
 	}
 	if len(files) > 1 {
 		fmt.Fprintf(l.e.stderr, "loaded %d files into %s: %d rows, %s in %.1f s\n",
-			len(files), table, total.Rows, loadHumanBytes(total.Bytes), time.Since(start).Seconds())
+			len(files), table, total.Rows, humanBytes(total.Bytes), time.Since(start).Seconds())
 	}
 	return nil
 }
@@ -270,7 +266,17 @@ func (l *loadJob) stopped(files []*loadFile, i int, err error) error {
 		if i > 0 {
 			loaded = names(files[:i])
 		}
-		fmt.Fprintf(l.e.stderr, "loaded %d of %d files: %s; not loaded: %s\n", i, len(files), loaded, names(files[i:]))
+		rest := files[i:]
+		maybe := ""
+		if errors.Is(err, errMaybeCommitted) {
+			maybe = fmt.Sprintf("; %s may have been committed (check with tsflight describe %s)", files[i].path, l.table.name)
+			rest = rest[1:]
+		}
+		notLoaded := ""
+		if len(rest) > 0 {
+			notLoaded = "; not loaded: " + names(rest)
+		}
+		fmt.Fprintf(l.e.stderr, "loaded %d of %d files: %s%s%s\n", i, len(files), loaded, maybe, notLoaded)
 	}
 	return err
 }

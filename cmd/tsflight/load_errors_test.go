@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
@@ -179,5 +184,40 @@ func TestLoadServerDown(t *testing.T) {
 	_, stderr, code := runCLI(t, nil, "load", "--server", "grpc://"+addr, "cpu", path)
 	if code != 3 || !strings.Contains(stderr, "cannot reach a tsflight server at "+addr) {
 		t.Errorf("exit %d, stderr %q; want 3", code, stderr)
+	}
+}
+
+// TestLoadOpenPanicCloses: a reader that panics on a corrupt file (an Arrow
+// IPC file whose footer claims one byte) is an error, and the file is
+// closed, not left open until a garbage collection.
+func TestLoadOpenPanicCloses(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	b := append([]byte("ARROW1\x00\x00"), make([]byte, 32)...)
+	b = binary.LittleEndian.AppendUint32(b, 1) // the footer's length
+	b = append(b, "ARROW1"...)
+	path := filepath.Join(t.TempDir(), "corrupt.arrow")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	openFiles := func() int {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fds)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no finalizer closes a leaked file meanwhile
+	before := openFiles()
+	for range 10 {
+		var read atomic.Int64
+		src, err := loadOpen(context.Background(), path, loadArrow, nil, memory.DefaultAllocator, 100, &read)
+		if src != nil || err == nil || !strings.HasPrefix(err.Error(), "cannot read the file: ") {
+			t.Fatalf("loadOpen of a corrupt file: %v, %v; want the reader's panic as an error", src, err)
+		}
+	}
+	if after := openFiles(); after > before {
+		t.Errorf("%d files open after 10 failed opens, %d before", after, before)
 	}
 }

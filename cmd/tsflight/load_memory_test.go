@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -147,34 +151,110 @@ func (f *loadFixture) writeTSBS(path string, hosts, groupIntervals int, minBytes
 	return rows, st.Size()
 }
 
-// loadRunMeasured runs tsflight load against the fixture's server and
-// returns its stderr, exit code, peak RSS in KiB and wall time.
-func (f *loadFixture) loadMeasured(timeout time.Duration, args ...string) (stderr string, code int, maxRSS int64, wall time.Duration) {
+// loadMeasured runs tsflight load against the fixture's server and
+// returns its stderr, exit code, peak RSS in KiB (measureChild's), wall
+// time and rusage's ru_maxrss in KiB.
+func (f *loadFixture) loadMeasured(timeout time.Duration, args ...string) (stderr string, code int, peakKiB int64, wall time.Duration, rusageKiB int64) {
 	f.t.Helper()
 	cmd := exec.Command(binPath, append([]string{"load", "--server", "grpc://" + f.p.addr}, args...)...)
 	cmd.Env = cleanEnv()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
+	peakKiB, rusageKiB, wall, err := measureChild(f.t, cmd, timeout)
+	return errb.String(), exitCode(err), peakKiB, wall, rusageKiB
+}
+
+// measureChild runs cmd to its end (failing the test after timeout) and
+// returns the child's peak RSS and rusage's ru_maxrss in KiB, the wall
+// time and Wait's error.
+//
+// The peak is the child's own: its VmHWM (/proc/PID/status), polled every
+// 20 ms while it runs. rusage's ru_maxrss is not: Go starts children with
+// vfork, and at exec Linux carries the old (the test process's) memory
+// high-water mark into the child's ru_maxrss, so a test process larger than
+// the child would be measured instead. Without /proc (not Linux) it falls
+// back on ru_maxrss.
+func measureChild(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (peakKiB, rusageKiB int64, wall time.Duration, err error) {
+	t.Helper()
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(timeout):
-		cmd.Process.Kill()
-		<-done
-		f.t.Fatalf("tsflight load did not finish in %s; stderr:\n%s", timeout, errb.String())
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for running := true; running; {
+		if kib, ok := loadVmHWM(status); ok {
+			peakKiB = max(peakKiB, kib)
+		}
+		select {
+		case err = <-done:
+			running = false
+		case <-tick.C:
+		case <-deadline:
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s did not finish in %s", cmd.Args, timeout)
+		}
 	}
 	wall = time.Since(begin)
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		f.t.Fatalf("no rusage: %T", cmd.ProcessState.SysUsage())
+		t.Fatalf("no rusage: %T", cmd.ProcessState.SysUsage())
 	}
-	return errb.String(), exitCode(err), ru.Maxrss, wall // Maxrss is in KiB on Linux
+	rusageKiB = ru.Maxrss // in KiB on Linux
+	if peakKiB == 0 {
+		t.Logf("no VmHWM in %s: the peak RSS is rusage's, which may be the test process's", status)
+		peakKiB = rusageKiB
+	}
+	return peakKiB, rusageKiB, wall, err
+}
+
+// TestMeasureChildOwnPeak: the peak RSS measured is the child's, not the
+// test process's high-water mark that rusage hands down at exec.
+func TestMeasureChildOwnPeak(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// Raise the test process's high-water mark past bigMiB.
+	const bigMiB = 192
+	big := make([]byte, bigMiB<<20)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	// A small child that lives a while: a scan whose server takes 300 ms.
+	srv := startFakeServer(t, &fakeServer{get: func(_ *fakeServer, stream flight.FlightService_DoGetServer) error {
+		time.Sleep(300 * time.Millisecond)
+		return fakeSendRows(stream)
+	}})
+	cmd := exec.Command(binPath, "scan", "--server", "grpc://"+srv.addr, "cpu")
+	cmd.Env = cleanEnv()
+	peak, rusage, _, err := measureChild(t, cmd, time.Minute)
+	runtime.KeepAlive(big)
+	debug.FreeOSMemory()
+	t.Logf("scan: %v; peak RSS %.1f MiB, rusage's ru_maxrss %.1f MiB", err, float64(peak)/1024, float64(rusage)/1024)
+	if peak >= bigMiB<<10 {
+		t.Errorf("the child's peak RSS measured as %.1f MiB: the test process's (over %d MiB), not the child's", float64(peak)/1024, bigMiB)
+	}
+}
+
+// loadVmHWM reads the peak resident set size (VmHWM, in KiB) from a
+// /proc/PID/status file.
+func loadVmHWM(path string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kib, err == nil
+		}
+	}
+	return 0, false
 }
 
 // loadMemoryCase writes a TSBS file of at least minBytes, loads it and
@@ -186,15 +266,15 @@ func loadMemoryCase(t *testing.T, hosts, groupIntervals int, minBytes int64, lim
 	t.Cleanup(func() { os.Remove(path) })
 	began := time.Now()
 	rows, size := f.writeTSBS(path, hosts, groupIntervals, minBytes)
-	t.Logf("wrote %s: %d rows, %d row groups of %d rows, %s, in %.1f s", filepath.Base(path), rows, rows/int64(hosts*groupIntervals), hosts*groupIntervals, loadHumanBytes(size), time.Since(began).Seconds())
+	t.Logf("wrote %s: %d rows, %d row groups of %d rows, %s, in %.1f s", filepath.Base(path), rows, rows/int64(hosts*groupIntervals), hosts*groupIntervals, humanBytes(size), time.Since(began).Seconds())
 
-	stderr, code, rss, wall := f.loadMeasured(timeout, "--progress", "never", "tsbs", path)
+	stderr, code, rss, wall, rusage := f.loadMeasured(timeout, "--progress", "never", "tsbs", path)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	t.Logf("%s", strings.TrimSpace(stderr))
-	t.Logf("file %s (%d bytes), %d rows, %.1f s wall, peak RSS %.1f MiB (limit %d MiB, race detector %v)",
-		loadHumanBytes(size), size, rows, wall.Seconds(), float64(rss)/1024, limitMiB, raceEnabled)
+	t.Logf("file %s (%d bytes), %d rows, %.1f s wall, the client's own peak RSS %.1f MiB (VmHWM; rusage's ru_maxrss, which carries the test process's, %.1f MiB; limit %d MiB, race detector %v)",
+		humanBytes(size), size, rows, wall.Seconds(), float64(rss)/1024, float64(rusage)/1024, limitMiB, raceEnabled)
 	if got := num(t, f.describe("tsbs"), "rows"); got != rows {
 		t.Errorf("table holds %d rows, want %d", got, rows)
 	}

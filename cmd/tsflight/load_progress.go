@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -65,13 +64,13 @@ func (p *loadProgress) waiting(rows, bytes int64) {
 
 func (p *loadProgress) line(rows, bytes int64, now time.Time, suffix string) string {
 	secs := now.Sub(p.start).Seconds()
-	s := fmt.Sprintf("%s: %d rows, %s", p.name, rows, loadHumanBytes(bytes))
+	s := fmt.Sprintf("%s: %d rows, %s", p.name, rows, humanBytes(bytes))
 	if p.total > 0 {
 		pct := min(100, float64(bytes)*100/float64(p.total))
-		s += fmt.Sprintf(" of %s (%.0f%%)", loadHumanBytes(p.total), pct)
+		s += fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.total), pct)
 	}
 	if secs > 0 {
-		s += fmt.Sprintf(", %s/s, %s rows/s", loadHumanBytes(int64(float64(bytes)/secs)), loadRate(float64(rows)/secs))
+		s += fmt.Sprintf(", %s/s, %s rows/s", humanBytes(int64(float64(bytes)/secs)), loadRate(float64(rows)/secs))
 	}
 	return s + fmt.Sprintf(", %.1f s", secs) + suffix
 }
@@ -96,20 +95,6 @@ func (p *loadProgress) clear() {
 		fmt.Fprintf(p.w, "\r%*s\r", p.width, "")
 		p.shown = false
 	}
-}
-
-// loadHumanBytes renders a byte count with a binary unit: 1.5 MiB.
-func loadHumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 4 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
 }
 
 // loadRate renders a count per second compactly: 950, 12.3k, 1.25M.

@@ -119,7 +119,8 @@ func (l *loadJob) send(ctx context.Context, f *loadFile) (*loadResult, error) {
 		if errors.As(err, &se) && se.code != codes.Unknown {
 			return nil, loadNotCommitted(f.path, err)
 		}
-		return nil, fmt.Errorf("%s: %w; the server had the whole file and may have committed it: check with tsflight describe %s", f.path, err, l.table.name)
+		// Not %w: whatever the cause, this is not "nothing was done".
+		return nil, fmt.Errorf("%s: %v; %w: check with tsflight describe %s", f.path, err, errMaybeCommitted, l.table.name)
 	}
 	for { // the stream ends after the one result
 		if _, err := stream.Recv(); err != nil {
@@ -133,6 +134,10 @@ func (l *loadJob) send(ctx context.Context, f *loadFile) (*loadResult, error) {
 	prog.clear()
 	return l.report(res, start, &ans)
 }
+
+// errMaybeCommitted is in the error of a file that the server had whole
+// when the connection failed: it may have committed it.
+var errMaybeCommitted = errors.New("the server had the whole file and may have committed it")
 
 // loadNotCommitted is the error of a file the server did not commit.
 func loadNotCommitted(path string, err error) error {
@@ -181,7 +186,7 @@ func (l *loadJob) report(res *loadResult, start time.Time, ans *loadPutAnswer) (
 			res.Rows = ans.Rows
 		}
 		fmt.Fprintf(l.e.stderr, "loaded %s: %d rows, %s in %.1f s; table %s version %d, segment %s\n",
-			res.File, res.Rows, loadHumanBytes(res.Bytes), res.Seconds, res.Table, ans.Version, ans.Segment)
+			res.File, res.Rows, humanBytes(res.Bytes), res.Seconds, res.Table, ans.Version, ans.Segment)
 	}
 	if l.json {
 		b, err := json.Marshal(res)

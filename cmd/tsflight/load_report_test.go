@@ -72,6 +72,17 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
+// TestLoadProgressBytes: load prints sizes as describe does (humanBytes):
+// a count just under a unit rounds up to the unit, not to "1024.0 KiB".
+func TestLoadProgressBytes(t *testing.T) {
+	var b bytes.Buffer
+	p := newLoadProgress(&b, loadProgressLines, "/data/cpu.parquet", 1048575)
+	p.update(10, 1048575)
+	if s := b.String(); !strings.HasPrefix(s, "cpu.parquet: 10 rows, 1.0 MiB of 1.0 MiB (100%), ") || strings.Contains(s, "1024.0") {
+		t.Errorf("progress line %q", s)
+	}
+}
+
 // TestLoadProgressRedraw: on a terminal the line is redrawn in place (a
 // carriage return, padded over a longer previous line) at most ten times a
 // second, and cleared before the summary.
@@ -88,10 +99,13 @@ func TestLoadProgressRedraw(t *testing.T) {
 		t.Errorf("first draw %q", first)
 	}
 	p.last = p.last.Add(-time.Second)
-	p.width += 5 // as if the previous line was longer
+	// As if the previous line was longer; by more than the rates' text
+	// can vary (they depend on the timing).
+	p.width += 40
+	prev := p.width
 	p.update(131072, 6<<20)
 	second := b.String()[len(first)+1:]
-	if !strings.HasPrefix(second, "\rcpu.parquet: 131072 rows, 6.0 MiB of 10.0 MiB (60%)") || !strings.HasSuffix(second, "     ") {
+	if !strings.HasPrefix(second, "\rcpu.parquet: 131072 rows, 6.0 MiB of 10.0 MiB (60%)") || !strings.HasSuffix(second, "     ") || len(second) != 1+prev {
 		t.Errorf("second draw %q", second)
 	}
 	b.Reset()

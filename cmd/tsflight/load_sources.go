@@ -60,15 +60,20 @@ type loadSource interface {
 // counts the bytes read from the file. csvSchema is the schema a CSV file is
 // read with (its header's columns with the table's types).
 func loadOpen(ctx context.Context, path, format string, csvSchema *arrow.Schema, mem memory.Allocator, batchRows int, read *atomic.Int64) (src loadSource, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			src, err = nil, fmt.Errorf("cannot read the file: %v", r)
-		}
-	}()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	// A reader may panic on a corrupt file: that is an error too, and
+	// either way the file is closed.
+	defer func() {
+		if r := recover(); r != nil {
+			src, err = nil, fmt.Errorf("cannot read the file: %v", r)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}()
 	cf := &loadCountingFile{f: f, n: read}
 	switch format {
 	case loadParquet:
@@ -81,7 +86,6 @@ func loadOpen(ctx context.Context, path, format string, csvSchema *arrow.Schema,
 		err = fmt.Errorf("unknown input format %q", format)
 	}
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	return src, nil

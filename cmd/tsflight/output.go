@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -64,31 +67,128 @@ func (o *outputFlags) check(e *env) error {
 }
 
 // open returns the writer output goes to and a function that finishes it
-// (flush, and close the file). finish(false), after an error, removes a
-// regular file the command created, so no half output is left; a device
-// or pipe named by --output is never removed.
+// (flush, and close the file). With --output, a regular file is replaced
+// only when the command succeeds: finish(false), after an error, leaves an
+// existing file as it was and no half output behind (see createOutput).
 func (o *outputFlags) open(e *env) (io.Writer, func(ok bool) error, error) {
 	if o.output == "" {
 		bw := bufio.NewWriterSize(e.stdout, 64<<10)
 		return bw, func(bool) error { return bw.Flush() }, nil
 	}
-	fi, serr := os.Stat(o.output)
-	special := serr == nil && !fi.Mode().IsRegular()
-	f, err := os.Create(o.output)
+	f, err := createOutput(o.output)
 	if err != nil {
 		return nil, nil, err
 	}
 	bw := bufio.NewWriterSize(f, 256<<10)
 	return bw, func(ok bool) error {
 		err := bw.Flush()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if (!ok || err != nil) && !special {
-			os.Remove(o.output)
+		return errors.Join(err, f.finish(ok && err == nil))
+	}, nil
+}
+
+// outputFile is a file a command writes its output to (--output, a
+// plot). A regular file, or a path that does not exist yet, is written as
+// a temporary file in the same directory and renamed over the path only
+// when the output is complete, so a failed command never destroys the
+// file it was to replace; a device or pipe (/dev/null, a FIFO) is written
+// in place and never removed.
+type outputFile struct {
+	f    *os.File
+	path string // the file replaced on success
+	tmp  string // the temporary file; "" when writing path itself
+}
+
+// createOutput opens path for a command's output; finish ends it.
+func createOutput(path string) (*outputFile, error) {
+	// Errors name path, as os.Create's would, not a temporary file.
+	pathErr := func(err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return &fs.PathError{Op: "open", Path: path, Err: pe.Err}
 		}
 		return err
-	}, nil
+	}
+	target := path
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		f, err := os.Create(path) // a device or pipe: written in place
+		if err != nil {
+			return nil, err
+		}
+		return &outputFile{f: f, path: path}, nil
+	case err == nil:
+		// Replace the file a symbolic link points to, not the link; and
+		// refuse, as writing in place would, a file we may not write.
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			return nil, pathErr(err)
+		}
+		w, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, pathErr(err)
+		}
+		w.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, pathErr(err)
+	}
+	dir, base := filepath.Split(target)
+	// Hidden, and named after the file it will become. Created like
+	// os.Create (mode 0666 less the umask), then given the old file's mode.
+	for range 100 {
+		tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%08x", base, rand.Uint32()))
+		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			if fi != nil { // the file may be writable, its directory is not
+				return nil, fmt.Errorf("%w (replacing it takes a temporary file in its directory)", pathErr(err))
+			}
+			return nil, pathErr(err)
+		}
+		if fi != nil {
+			if err := f.Chmod(fi.Mode().Perm()); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return nil, pathErr(err)
+			}
+		}
+		return &outputFile{f: f, path: target, tmp: tmp}, nil
+	}
+	return nil, fmt.Errorf("cannot create a temporary file next to %s", path)
+}
+
+func (o *outputFile) Write(p []byte) (int, error) { return o.f.Write(p) }
+
+// finish closes the file; when ok, the output replaces the file at path,
+// otherwise the temporary file is removed and path is left as it was.
+func (o *outputFile) finish(ok bool) error {
+	err := o.f.Close()
+	if o.tmp == "" {
+		return err
+	}
+	if ok && err == nil {
+		err = os.Rename(o.tmp, o.path)
+	}
+	if !ok || err != nil {
+		os.Remove(o.tmp)
+	}
+	return err
+}
+
+// writeOutputFile writes path with write, through createOutput: path is
+// replaced only if write and the writing succeed.
+func writeOutputFile(path string, write func(w io.Writer) error) error {
+	f, err := createOutput(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	return errors.Join(err, f.finish(err == nil))
 }
 
 // emit writes a report through o: it opens the output, lets write fill it
@@ -190,7 +290,9 @@ func formatFloat(v float64, bits int) string {
 	return strconv.FormatFloat(v, 'g', -1, bits)
 }
 
-// jsonValue is one value for the JSON format.
+// jsonValue is one value for the JSON format. NaN and the infinities,
+// which JSON numbers cannot be, are the strings "NaN", "+Inf" and "-Inf"
+// whatever the float's width.
 func jsonValue(a arrow.Array, i int) any {
 	if a.IsNull(i) {
 		return nil
@@ -200,6 +302,14 @@ func jsonValue(a arrow.Array, i int) any {
 		return valueString(a, i)
 	case *array.Float64:
 		if v := a.Value(i); math.IsNaN(v) || math.IsInf(v, 0) {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	case *array.Float32:
+		if v := float64(a.Value(i)); math.IsNaN(v) || math.IsInf(v, 0) {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	case *array.Float16:
+		if v := float64(a.Value(i).Float32()); math.IsNaN(v) || math.IsInf(v, 0) {
 			return strconv.FormatFloat(v, 'g', -1, 64)
 		}
 	case *array.Dictionary:

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -383,7 +384,7 @@ func TestPercent(t *testing.T) {
 func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{
 		0: "0 B", 1: "1 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 4245: "4.1 KiB",
-		10 << 20: "10.0 MiB", 1<<30 + 1<<29: "1.5 GiB", 5 << 40: "5.0 TiB", 1 << 50: "1024.0 TiB",
+		10 << 20: "10.0 MiB", 1<<30 + 1<<29: "1.5 GiB", 5 << 40: "5.0 TiB", 1<<50 - 1: "1.0 PiB", 1 << 50: "1.0 PiB", 3 << 60: "3072.0 PiB",
 		1048575: "1.0 MiB", 1048500: "1023.9 KiB",
 	} {
 		if got := humanBytes(n); got != want {
@@ -392,8 +393,49 @@ func TestHumanBytes(t *testing.T) {
 	}
 }
 
-// TestOutputOpen: --output replaces a file and, when the command fails,
-// removes it; without --output the writer is standard output.
+// TestJSONFloatSpecials: NaN and the infinities of every float width are
+// JSON strings, as for float64 ("NaN", "+Inf", "-Inf"): JSON has no
+// number for them. A float16 NaN used to fail the row.
+func TestJSONFloatSpecials(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vals := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1.5}
+	want := []string{`"NaN"`, `"+Inf"`, `"-Inf"`, "1.5"}
+
+	b16 := array.NewFloat16Builder(mem)
+	b32 := array.NewFloat32Builder(mem)
+	b64 := array.NewFloat64Builder(mem)
+	for _, v := range vals {
+		b16.Append(float16.New(float32(v)))
+		b32.Append(float32(v))
+		b64.Append(v)
+	}
+	arrs := []arrow.Array{b16.NewArray(), b32.NewArray(), b64.NewArray()}
+	b16.Release()
+	b32.Release()
+	b64.Release()
+	// And through a dictionary of float16.
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.FixedWidthTypes.Float16}
+	idx := array.NewInt8Builder(mem)
+	idx.AppendValues([]int8{0, 1, 2, 3}, nil)
+	indices := idx.NewArray()
+	idx.Release()
+	arrs = append(arrs, array.NewDictionaryArray(dt, indices, arrs[0]))
+	indices.Release()
+	for _, a := range arrs {
+		defer a.Release()
+		for i, w := range want {
+			got, err := json.Marshal(jsonValue(a, i))
+			if err != nil || string(got) != w {
+				t.Errorf("%s %v: jsonValue gives %s, %v; want %s", a.DataType(), vals[i], got, err, w)
+			}
+		}
+	}
+}
+
+// TestOutputOpen: --output replaces a file when the command succeeds and,
+// when it fails, leaves the old file as it was (and a new one unmade);
+// without --output the writer is standard output.
 func TestOutputOpen(t *testing.T) {
 	var stdout bytes.Buffer
 	e := &env{stdout: &stdout, stderr: io.Discard, getenv: func(string) string { return "" }}
@@ -409,10 +451,11 @@ func TestOutputOpen(t *testing.T) {
 
 	dir := t.TempDir()
 	o.output = filepath.Join(dir, "out.csv")
-	if err := os.WriteFile(o.output, []byte(strings.Repeat("old\n", 1000)), 0o644); err != nil {
+	old := strings.Repeat("old\n", 1000)
+	if err := os.WriteFile(o.output, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, ok := range []bool{true, false} {
+	for _, ok := range []bool{false, true} {
 		w, finish, err := o.open(e)
 		if err != nil {
 			t.Fatal(err)
@@ -425,10 +468,26 @@ func TestOutputOpen(t *testing.T) {
 		switch {
 		case ok && (err != nil || string(b) != "new\n"):
 			t.Errorf("finish(true): %q, %v", b, err)
-		case !ok && !errors.Is(err, fs.ErrNotExist):
-			t.Errorf("finish(false) left %q, %v", b, err)
+		case !ok && (err != nil || string(b) != old):
+			t.Errorf("finish(false) left %.20q…, %v; want the old file", b, err)
 		}
+		outputOnly(t, dir, "out.csv")
 	}
+	// A new file is made only by a command that succeeds.
+	o.output = filepath.Join(dir, "new.csv")
+	w, finish, err = o.open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "half\n")
+	if err := finish(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(o.output); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("finish(false) made %s: %v", o.output, err)
+	}
+	outputOnly(t, dir, "out.csv")
+
 	o.output = filepath.Join(dir, "no", "such", "dir")
 	if _, _, err := o.open(e); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("open in a missing directory: %v", err)
@@ -436,6 +495,91 @@ func TestOutputOpen(t *testing.T) {
 	if stdout.String() != "to stdout\n" {
 		t.Errorf("stdout written to with --output: %q", stdout.String())
 	}
+}
+
+// outputOnly checks that dir holds exactly the files names (no temporary
+// file left over).
+func outputOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if err != nil || strings.Join(got, " ") != strings.Join(names, " ") {
+		t.Errorf("%s holds %q (%v), want %q", dir, got, err, names)
+	}
+}
+
+// TestWriteOutputFile: the writer of plots replaces a file only when the
+// whole output was written, keeps the file's mode, replaces the file a
+// symbolic link points to rather than the link, and leaves no temporary
+// file behind.
+func TestWriteOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pic.svg")
+	if err := os.WriteFile(path, []byte("old picture"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := writeOutputFile(path, func(w io.Writer) error {
+		io.WriteString(w, strings.Repeat("x", 1<<20)) // more than the buffer: on disk already
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("failed write: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "old picture" {
+		t.Errorf("after a failed write: %.20q…, %v; want the old picture", b, err)
+	}
+	outputOnly(t, dir, "pic.svg")
+
+	if err := writeOutputFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "new picture"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "new picture" {
+		t.Errorf("after a write: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v; want the old file's -rw-------", fi.Mode(), err)
+	}
+	outputOnly(t, dir, "pic.svg")
+
+	link := filepath.Join(dir, "link.svg")
+	if err := os.Symlink("pic.svg", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOutputFile(link, func(w io.Writer) error { _, err := io.WriteString(w, "via the link"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "via the link" {
+		t.Errorf("the link's file: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	outputOnly(t, dir, "link.svg", "pic.svg")
+
+	// A write error of a new file leaves nothing.
+	fresh := filepath.Join(dir, "fresh.png")
+	if err := writeOutputFile(fresh, func(io.Writer) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("failed write of a new file: %v", err)
+	}
+	outputOnly(t, dir, "link.svg", "pic.svg")
+
+	// The coverage plot goes through it: an existing picture is replaced
+	// by a complete one.
+	png := filepath.Join(dir, "plot.png")
+	if err := os.WriteFile(png, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCoveragePlot(plotTestGrid(), png, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("plot over an existing file: %.8q, %v", b, err)
+	}
+	outputOnly(t, dir, "link.svg", "pic.svg", "plot.png")
 }
 
 // TestOutputFailureKeepsSpecialFiles: when a command fails, --output

@@ -14,11 +14,9 @@ package main
 // percentages) and plot_picture.go (the picture both renderers draw).
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -76,7 +74,7 @@ func writeCoveragePlot(g *coverageGrid, path string, title string) error {
 // and a large one a larger picture, bounded by plotMaxSide (see
 // plotRowsColumns for the grid size that fits). A malformed grid or an
 // unknown extension is an error before path is touched; if writing fails,
-// the partial file is removed.
+// an existing file at path is left as it was (see createOutput).
 func writeCoveragePlotSized(g *coverageGrid, path string, title string, width, height int) error {
 	render, err := plotRenderer(path)
 	if err != nil {
@@ -86,25 +84,7 @@ func writeCoveragePlotSized(g *coverageGrid, path string, title string, width, h
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	err = render(p, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	st, serr := f.Stat()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// Remove what was written, but never a device or pipe named
-		// as the output.
-		if serr == nil && st.Mode().IsRegular() {
-			os.Remove(path)
-		}
+	if err := writeOutputFile(path, func(w io.Writer) error { return render(p, w) }); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

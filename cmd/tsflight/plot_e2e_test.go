@@ -18,8 +18,8 @@ import (
 
 // tsflight coverage --plot, end to end: a table with known holes on a real
 // server, the real binary drawing the PNG, and the picture read back: every
-// cell where a host had data has the full-coverage colour, every cell of a
-// hole the gap colour, and the two differ.
+// cell where a host had data has the palette's full-coverage colour (dark
+// blue), every cell of a hole its gap colour (red).
 func TestCoveragePlotEndToEnd(t *testing.T) {
 	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0")
 	env := []string{"TSFLIGHT_SERVER=grpc://" + srv.addr}
@@ -104,9 +104,11 @@ func TestCoveragePlotEndToEnd(t *testing.T) {
 		x, y := (r.Min.X+r.Max.X)/2, (r.Min.Y+r.Max.Y)/2
 		return color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
 	}
-	full, gap := at(0, 0), at(0, 5)
-	if full == gap {
-		t.Fatalf("covered and gap cells share the colour %v", full)
+	// The colours the renderer gives full coverage and a gap, which must
+	// be the documented ends of the scale (docs/cli.md): dark blue and red.
+	full, gap := plotLevelColor(plotLevel(1, 1, false, true)), plotLevelColor(plotLevel(0, 1, true, false))
+	if !(full.B > 2*full.R && full.B > 2*full.G) || !(gap.R > 2*gap.G && gap.R > 2*gap.B) {
+		t.Fatalf("full coverage is drawn %v and a gap %v: want dark blue and red", full, gap)
 	}
 	for h := range hosts {
 		for m := range 60 {

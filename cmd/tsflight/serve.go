@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,7 +65,9 @@ clean shutdown and 1 when calls had to be cancelled.
 the server sends. Clients must allow messages of that size too.
 
 --demo fills an empty root with the demo table cpu first (TSBS-like CPU
-metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps).
+metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps). The
+table appears only once complete: an interrupted --demo leaves no part of
+it, and the next --demo writes it again.
 Once listening, the server prints how to connect with the CLI, pyarrow,
 ADBC and JDBC.
 
@@ -210,11 +214,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 }
 
 // prepareDemo writes the demo table for --demo when the root holds no
-// tables, and reports whether the demo table is there to talk about.
+// tables, and reports whether the demo table is there to talk about. The
+// table is written aside and moved into the root only when complete
+// (writeDemoTable): an interrupted --demo leaves no partial table, which
+// the next --demo would take for the root's own.
 func prepareDemo(ctx context.Context, cfg *serveConfig, svc *flightserver.Service, log hclog.Logger) (bool, error) {
 	if !cfg.demo {
 		return false, nil
 	}
+	removeDemoLeftovers(svc.Root(), log)
 	names, err := svc.TableNames()
 	if err != nil {
 		return false, fmt.Errorf("root %s: %w", cfg.root, err)
@@ -223,14 +231,69 @@ func prepareDemo(ctx context.Context, cfg *serveConfig, svc *flightserver.Servic
 		log.Info("--demo: the root already holds tables; not adding demo data", "tables", len(names))
 		return slices.Contains(names, demoTable), nil
 	}
+	// SIGINT or SIGTERM abandons the demo table; a second one kills.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	start := time.Now()
 	log.Info("--demo: writing the demo table", "table", demoTable, "hosts", demoHosts)
-	rows, err := writeDemo(ctx, svc)
+	rows, err := writeDemoTable(ctx, svc.Root(), log)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false, errors.New("interrupted while writing the demo table: nothing of it was kept")
+		}
 		return false, fmt.Errorf("writing the demo table: %s", status.Convert(err).Message())
 	}
 	log.Info("--demo: demo table written", "table", demoTable, "rows", rows, "took", time.Since(start).Round(time.Millisecond).String())
 	return true, nil
+}
+
+// demoTempPrefix starts the name of the directory the demo table is
+// written in: a leading '.' is no table name, so the catalog never lists
+// it.
+const demoTempPrefix = ".demo-"
+
+// writeDemoTable writes the demo table in a temporary directory of root,
+// through a service of its own, and renames it to root/cpu once complete.
+// On failure the temporary directory is removed.
+func writeDemoTable(ctx context.Context, root string, log hclog.Logger) (int64, error) {
+	tmp, err := os.MkdirTemp(root, demoTempPrefix)
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp) // after the rename, an empty directory
+	opts := flightserver.DefaultOptions(tmp)
+	opts.Logger = log.Named("flight")
+	svc, err := flightserver.New(opts)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := writeDemo(ctx, svc)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Rename(filepath.Join(tmp, demoTable), filepath.Join(root, demoTable)); err != nil {
+		return 0, err
+	}
+	return rows, nil
+}
+
+// removeDemoLeftovers removes the temporary directories of demo tables
+// whose writing was killed.
+func removeDemoLeftovers(root string, log hclog.Logger) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), demoTempPrefix) {
+			dir := filepath.Join(root, e.Name())
+			log.Info("--demo: removing an unfinished demo table", "dir", dir)
+			if err := os.RemoveAll(dir); err != nil {
+				log.Warn("--demo: cannot remove an unfinished demo table", "dir", dir, "error", err)
+			}
+		}
+	}
 }
 
 // running is a server that is serving.

@@ -12,11 +12,11 @@ import (
 	"github.com/tsflight/tsflight/flightsql"
 )
 
-// withSQL wraps svc with Flight SQL (DuckDB): this binary was built with
-// the duckdb_arrow tag. The returned close releases DuckDB.
 // sqlBuilt says whether this binary speaks Flight SQL.
 const sqlBuilt = true
 
+// withSQL wraps svc with Flight SQL (DuckDB): this binary was built with
+// the duckdb_arrow tag. The returned close releases DuckDB.
 func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger) (flight.FlightServer, func() error, error) {
 	opts := flightsql.DefaultOptions()
 	opts.Logger = log

@@ -20,9 +20,13 @@ import (
 
 // clientContext is ctx cancelled by SIGINT or SIGTERM, so that an
 // interrupted command abandons its calls (an interrupted load commits
-// nothing).
+// nothing). Only the first signal is caught: a second one kills the
+// process, as it would any program, should the command not stop at once
+// (blocked writing its output, say).
 func clientContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // withClient connects to the server named by uri, runs fn and closes the
