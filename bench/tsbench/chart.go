@@ -21,7 +21,7 @@ func (r *report) writeChart(w io.Writer) error {
 		}
 	}
 	const (
-		left, barH, gap, top = 330, 16, 6, 96
+		left, barH, gap, top = 390, 16, 6, 96
 		plotW                = 480
 	)
 	maxR := 2.0
@@ -33,7 +33,8 @@ func (r *report) writeChart(w io.Writer) error {
 	maxR = math.Ceil(maxR*2) / 2
 	x := func(v float64) float64 { return left + plotW*math.Min(v, maxR)/maxR }
 	height := top + len(rel)*(barH+gap) + 40 + len(abs)*18 + 20
-	width := left + plotW + 120
+	// Wide enough for the longest header line (about 6.5 px a character).
+	width := max(left+plotW+120, 20+len(versionLine(r))*13/2, 20+len(scaleLine(r))*13/2)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
@@ -72,9 +73,12 @@ func (r *report) writeChart(w io.Writer) error {
 		text(10, float64(y), "start", "Absolute targets:", ` font-weight="bold"`)
 		for _, c := range abs {
 			y += 18
-			verdict := "met"
-			if c.Met != nil && !*c.Met {
-				verdict = "MISSED"
+			verdict := ""
+			if c.Met != nil {
+				verdict = "met"
+				if !*c.Met {
+					verdict = "MISSED"
+				}
 			}
 			text(20, float64(y), "start", fmt.Sprintf("%s · %s: %.3g %s (target %s) %s", c.Group, c.Workload, c.Ratio, c.Unit, c.Target, verdict), "")
 		}
@@ -87,9 +91,18 @@ func (r *report) writeChart(w io.Writer) error {
 func scaleLine(r *report) string {
 	var parts []string
 	for _, k := range sortedKeys(r.Scale) {
-		parts = append(parts, fmt.Sprintf("%s %v", k, r.Scale[k]))
+		parts = append(parts, k+" "+scaleValue(r.Scale[k]))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// scaleValue prints a scale figure; numbers read back from JSON are
+// float64, printed as integers when they are.
+func scaleValue(v any) string {
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprint(v)
 }
 
 func versionLine(r *report) string {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -19,13 +17,9 @@ var tsbsQueryNames = []string{"single-groupby-1-1-1", "single-groupby-5-8-1", "c
 // comparison — so CI proves the harness works end to end. It does not
 // judge speed.
 func checkReport(path string) error {
-	raw, err := os.ReadFile(path)
+	r, err := readReport(path)
 	if err != nil {
 		return err
-	}
-	var r report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	var errs []error
 	want := func(group, workloadPrefix string, systems ...string) {

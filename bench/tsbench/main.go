@@ -10,6 +10,7 @@
 //	tsbench ceiling FILE...          (child: the Flight ceiling server)
 //	tsbench duck copy|sql ARGS.json  (child: DuckDB directly)
 //	tsbench check report.json        (every row a run must produce is there)
+//	tsbench render report.json DIR   (report.md and ratios.svg again from the JSON)
 package main
 
 import (
@@ -26,6 +27,8 @@ func main() {
 		err = runCeiling(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "duck":
 		err = runDuck(ctx, os.Args[2:])
+	case len(os.Args) == 4 && os.Args[1] == "render":
+		err = renderReport(os.Args[2], os.Args[3])
 	case len(os.Args) == 3 && os.Args[1] == "check":
 		if err = checkReport(os.Args[2]); err == nil {
 			fmt.Println("report complete:", os.Args[2])

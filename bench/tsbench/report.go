@@ -85,6 +85,35 @@ func (r *report) absolute(group, workload, unit string, value float64, target st
 	r.Comparisons = append(r.Comparisons, &comparison{Group: group, Workload: workload, Ratio: value, Unit: unit, Target: target, Met: &met})
 }
 
+// readReport loads a report.json, with each measurement's summary.
+func readReport(path string) (*report, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, m := range r.Measurements {
+		m.stat = statsOf(m.Times)
+	}
+	return &r, nil
+}
+
+// renderReport writes report.md and ratios.svg of a saved run into dir,
+// with the comparisons as they were judged in that run.
+func renderReport(path, dir string) error {
+	r, err := readReport(path)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return r.write(dir)
+}
+
 func (r *report) writeJSON(path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -108,7 +137,7 @@ func (r *report) writeMarkdown(w io.Writer, chart string) error {
 		fmt.Fprintf(&b, "| %s | %s |\n", k, r.Versions[k])
 	}
 	for _, k := range sortedKeys(r.Scale) {
-		fmt.Fprintf(&b, "| %s | %v |\n", k, r.Scale[k])
+		fmt.Fprintf(&b, "| %s | %s |\n", k, scaleValue(r.Scale[k]))
 	}
 	b.WriteString("\n")
 	if chart != "" {
