@@ -49,6 +49,15 @@ func startServerStdout(t *testing.T, wait time.Duration, args ...string) (*serve
 		t.Fatalf("no address in the log:\n%s", p.stderr.String())
 	}
 	p.addr = m[1]
+	// The connect help follows the "listening" line on stdout; wait until
+	// it is complete (its SQL line, then a blank line).
+	deadline := time.Now().Add(wait)
+	for out := stdout.String(); !strings.Contains(out, "\n  SQL ") || !strings.HasSuffix(out, "\n\n"); out = stdout.String() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no complete connect help on stdout within %s:\n%s", wait, out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return p, stdout
 }
 
