@@ -3,6 +3,8 @@ package flightserver
 import (
 	"context"
 	"encoding/json"
+	"time"
+	_ "time/tzdata" // validateTimezone: the tz database, whatever the machine has
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
@@ -113,6 +115,20 @@ type TableSpec struct {
 	Timezone      *string         `json:"timezone,omitempty"`
 }
 
+// validateTimezone accepts IANA time zone names (the tz database is built
+// in, so the answer does not depend on the machine). The table format
+// stores the zone as metadata only, so tables written elsewhere with any
+// string still open; a new table gets a zone that readers can use.
+func validateTimezone(tz string) error {
+	if tz == "" || tz == "Local" {
+		return invalid("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		return invalid("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
+	}
+	return nil
+}
+
 func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 	if err := ValidateTableName(a.Table); err != nil {
 		return tableformat.CreateOptions{}, err
@@ -134,6 +150,11 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 	}
 	if a.Timezone != nil && typ != tableformat.IndexTimestamp {
 		return tableformat.CreateOptions{}, invalid("timezone is only allowed for timestamp indexes")
+	}
+	if a.Timezone != nil {
+		if err := validateTimezone(*a.Timezone); err != nil {
+			return tableformat.CreateOptions{}, err
+		}
 	}
 	kind.Timezone = a.Timezone
 	spec := tableformat.IndexSpec{Column: a.IndexColumn, EntityColumns: a.EntityColumns, Kind: kind}

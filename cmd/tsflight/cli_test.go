@@ -59,6 +59,7 @@ func TestCreate(t *testing.T) {
 		{1, []string{`granularity "7q": unknown unit "q" (use s, m, h or d)`, "(invalid argument)"}, []string{"--index-column", "ts", "--granularity", "7q", "x"}},
 		{1, []string{"granularity", "(invalid argument)"}, []string{"--index-column", "n", "--index-type", "int64", "--granularity", "10s", "x"}},
 		{1, []string{`table name "bad-name" is not allowed`}, []string{"--index-column", "ts", "--granularity", "10s", "bad-name"}},
+		{1, []string{`timezone "Mars/Olympus" is not an IANA time zone name`, "(invalid argument)"}, []string{"--index-column", "ts", "--granularity", "10s", "--timezone", "Mars/Olympus", "x"}},
 		{2, []string{"--index-column is required"}, []string{"--granularity", "10s", "x"}},
 		{2, []string{"--granularity is required (e.g. 10s)"}, []string{"--index-column", "ts", "x"}},
 		{2, []string{"--timezone applies to timestamp indexes only (--index-type is int64)"}, []string{"--index-column", "n", "--index-type", "int64", "--granularity", "100", "--timezone", "UTC", "x"}},
