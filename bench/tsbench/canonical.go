@@ -58,6 +58,24 @@ func canonicalValue(a arrow.Array, i int) (any, error) {
 	return nil, fmt.Errorf("no canonical form for %s", a.DataType())
 }
 
+// readResult reads every batch of rdr and counts the rows; with keep it
+// also returns them in canonical form.
+func readResult(rdr array.RecordReader, keep bool) (rows, int64, error) {
+	var out rows
+	var n int64
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		n += rec.NumRows()
+		if keep {
+			var err error
+			if out, err = canonical(out, rec); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return out, n, rdr.Err()
+}
+
 // fromJSON turns decoded JSON rows (numbers as float64 already) into rows.
 func fromJSON(v [][]any) rows {
 	out := make(rows, len(v))

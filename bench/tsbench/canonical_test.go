@@ -46,3 +46,37 @@ func TestCanonicalAndDiff(t *testing.T) {
 		t.Errorf("diff of lengths: %q", d)
 	}
 }
+
+func TestReadResult(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	var recs []arrow.RecordBatch
+	for _, vals := range [][]int64{{1, 2}, {3}} {
+		b := array.NewRecordBuilder(mem, schema)
+		b.Field(0).(*array.Int64Builder).AppendValues(vals, nil)
+		recs = append(recs, b.NewRecordBatch())
+		b.Release()
+	}
+	for _, keep := range []bool{false, true} {
+		rdr, err := array.NewRecordReader(schema, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, err := readResult(rdr, keep)
+		rdr.Release()
+		if err != nil || n != 3 {
+			t.Fatalf("keep %v: %d rows, %v", keep, n, err)
+		}
+		want := rows(nil)
+		if keep {
+			want = fromJSON([][]any{{1.0}, {2.0}, {3.0}})
+		}
+		if len(got) != len(want) || (keep && got.diff(want) != "") {
+			t.Errorf("keep %v: rows %v, want %v", keep, got, want)
+		}
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+}

@@ -170,18 +170,7 @@ func duckSQL(ctx context.Context, raw string) (*duckSQLResult, error) {
 				return nil, 0, err
 			}
 			defer rdr.Release()
-			var out rows
-			var n int64
-			for rdr.Next() {
-				rec := rdr.RecordBatch()
-				n += rec.NumRows()
-				if keep {
-					if out, err = canonical(out, rec); err != nil {
-						return nil, 0, err
-					}
-				}
-			}
-			return out, n, rdr.Err()
+			return readResult(rdr, keep)
 		}
 		answer, _, err := run(true)
 		if err != nil {

@@ -30,18 +30,7 @@ func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string, keep bool) (
 		return nil, 0, err
 	}
 	defer rdr.Release()
-	var out rows
-	var n int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		n += rec.NumRows()
-		if keep {
-			if out, err = canonical(out, rec); err != nil {
-				return nil, 0, err
-			}
-		}
-	}
-	return out, n, rdr.Err()
+	return readResult(rdr, keep)
 }
 
 // segmentFiles lists the live Parquet segments of the benchmark table.

@@ -16,39 +16,12 @@ import (
 	"github.com/tsflight/tsflight/tableformat"
 )
 
-// startServerStdout is startServer with the server's standard output kept
-// apart from its log, waiting up to wait for "tsflight listening on".
+// startServerStdout is startServer waiting up to wait (the demo takes a
+// while under -race), and then for the whole connect help on stdout.
 func startServerStdout(t *testing.T, wait time.Duration, args ...string) (*serverProc, *syncBuffer) {
 	t.Helper()
-	stdout := &syncBuffer{}
-	p := &serverProc{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, append([]string{"serve"}, args...)...)
-	p.cmd.Env = cleanEnv()
-	p.cmd.Stderr = p.stderr
-	p.cmd.Stdout = stdout
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s\nstdout:\n%s", p.stderr.String(), stdout.String())
-		}
-	})
-	m := listeningRE.FindStringSubmatch(p.waitLog("tsflight listening on ", wait))
-	if m == nil {
-		t.Fatalf("no address in the log:\n%s", p.stderr.String())
-	}
-	p.addr = m[1]
+	p := startServerWait(t, wait, nil, args...)
+	stdout := p.stdout
 	// The connect help follows the "listening" line on stdout; wait until
 	// it is complete (its SQL line, then a blank line).
 	deadline := time.Now().Add(wait)

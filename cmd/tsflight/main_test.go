@@ -109,6 +109,12 @@ func cleanEnv(env ...string) []string {
 // and waits until it logs its address.
 func startServer(t *testing.T, env []string, args ...string) *serverProc {
 	t.Helper()
+	return startServerWait(t, 20*time.Second, env, args...)
+}
+
+// startServerWait is startServer waiting up to wait for the address.
+func startServerWait(t *testing.T, wait time.Duration, env []string, args ...string) *serverProc {
+	t.Helper()
 	p := &serverProc{t: t, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binPath, append([]string{"serve"}, args...)...)
 	p.cmd.Env = cleanEnv(env...)
@@ -132,7 +138,7 @@ func startServer(t *testing.T, env []string, args ...string) *serverProc {
 			t.Logf("server log:\n%s\nserver stdout:\n%s", p.stderr.String(), p.stdout.String())
 		}
 	})
-	line := p.waitLog("tsflight listening on ", 20*time.Second)
+	line := p.waitLog("tsflight listening on ", wait)
 	m := listeningRE.FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("no address in %q", line)
