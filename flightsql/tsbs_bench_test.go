@@ -130,44 +130,39 @@ func (s *tsbsADBC) rows(ctx context.Context, q string) (tsbsRows, error) {
 	return tsbsRowsOf(ctx, s, q)
 }
 
-// tsbsDuckDB is DuckDB used directly: its own in-process database, opened
-// through the same C-API layer and with the same settings as the server's
-// (newEngine: UTC, file access confined to the root, Options.Threads, the
-// Parquet metadata cache as DefaultOptions has it), one
-// connection, and a view cpu over every segment file. No tsflight
-// planning, no pruning but DuckDB's own (row-group statistics), no
-// transport; results stream chunk by chunk as the server's do.
+// tsbsDuckDB is DuckDB used directly (Direct: the server's engine and
+// settings — UTC, file access confined to the root, Options.Threads, the
+// Parquet metadata cache as DefaultOptions has it — on one connection),
+// with a view cpu over every segment file. No tsflight planning, no
+// pruning but DuckDB's own (row-group statistics), no transport; results
+// stream chunk by chunk as the server's do.
 type tsbsDuckDB struct {
-	eng  *engine
-	sess *session
+	d *Direct
 }
 
 func newTSBSDuckDB(tb testing.TB, root string, files []string, threads int) *tsbsDuckDB {
 	tb.Helper()
 	ctx := context.Background()
-	eng, err := newEngine(ctx, root, &Options{Threads: threads, MetadataCache: DefaultOptions().MetadataCache})
+	opts := DefaultOptions()
+	opts.Threads = threads
+	d, err := OpenDirect(ctx, root, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sess, err := eng.open(ctx)
-	if err != nil {
-		eng.close()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { sess.close(); eng.close() })
+	tb.Cleanup(func() { d.Close() })
 	quoted := make([]string, len(files))
 	for i, f := range files {
 		quoted[i] = sqlString(f)
 	}
 	view := "CREATE VIEW cpu AS SELECT * FROM read_parquet([" + strings.Join(quoted, ", ") + "])"
-	if err := sess.exec(ctx, view); err != nil {
+	if err := d.Exec(ctx, view); err != nil {
 		tb.Fatalf("%s: %v", view, err)
 	}
-	return &tsbsDuckDB{eng: eng, sess: sess}
+	return &tsbsDuckDB{d: d}
 }
 
 func (s *tsbsDuckDB) query(ctx context.Context, q string, fn func(arrow.RecordBatch)) error {
-	rdr, err := s.sess.query(ctx, q, nil)
+	rdr, err := s.d.Query(ctx, q)
 	if err != nil {
 		return err
 	}
