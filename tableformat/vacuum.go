@@ -106,7 +106,7 @@ type VacuumReport struct {
 	Artifacts []VacuumArtifact
 	// Totals.
 	Files, Referenced, Retained, Removable, Deleted, AlreadyAbsent int
-	RemovableBytes, DeletedBytes                                  int64
+	RemovableBytes, DeletedBytes                                   int64
 }
 
 // The shapes of the files writers create. NB: on-disk names.
