@@ -30,6 +30,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?, "version"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
 	{Type: ActionCoverageGrid, Description: `Coverage heat map, entities down and time across. Body: {"table", "start"?, "end"?, "columns"?: 1-4096 (default 200), "rows"?: 1-4096 (default 200), "version"?}. Result: start, end, intervals, identities, entity_columns, edges, column_intervals, rows [{first, last, identities}], covered [[...]].`},
 	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
+	{Type: ActionVacuum, Description: `Find (and with "apply": true delete) files no commit references: leftovers of appends that never committed. Body: {"table", "older_than"?: RFC 3339 (default: an hour ago; never in the future), "apply"?: false}. Result: version, older_than, applied, artifacts [{path, size, modified, kind, disposition, reason}], totals.`},
 }
 
 // ListActions describes the actions DoAction accepts.
@@ -100,6 +101,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.coverageGrid(ctx, body)
 	case ActionAddColumns:
 		return s.addColumns(ctx, body)
+	case ActionVacuum:
+		return s.vacuum(ctx, body)
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
 }

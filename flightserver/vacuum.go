@@ -1,0 +1,92 @@
+// The vacuum action: orphan-file cleanup of one table (tableformat's
+// Vacuum) over DoAction, a dry run unless "apply" is true.
+
+package flightserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// ActionVacuum names the vacuum action.
+const ActionVacuum = "vacuum"
+
+type vacuumRequest struct {
+	Table string `json:"table"`
+	// OlderThan is an RFC 3339 cutoff; nil means now minus
+	// tableformat.DefaultVacuumRetention.
+	OlderThan *string `json:"older_than,omitempty"`
+	Apply     bool    `json:"apply,omitempty"`
+}
+
+// VacuumArtifact is one file of a vacuum answer.
+type VacuumArtifact struct {
+	Path        string `json:"path"`
+	Size        int64  `json:"size"`
+	Modified    string `json:"modified"`
+	Kind        string `json:"kind"`
+	Disposition string `json:"disposition"`
+	Reason      string `json:"reason"`
+	Error       string `json:"error,omitempty"`
+}
+
+// VacuumTotals counts a vacuum answer's files by disposition.
+type VacuumTotals struct {
+	Files          int   `json:"files"`
+	Referenced     int   `json:"referenced"`
+	Retained       int   `json:"retained"`
+	Removable      int   `json:"removable"`
+	Deleted        int   `json:"deleted"`
+	AlreadyAbsent  int   `json:"already_absent"`
+	RemovableBytes int64 `json:"removable_bytes"`
+	DeletedBytes   int64 `json:"deleted_bytes"`
+}
+
+// VacuumResult is the answer of the vacuum action.
+type VacuumResult struct {
+	Table     string           `json:"table"`
+	Version   uint64           `json:"version"`
+	OlderThan string           `json:"older_than"`
+	Applied   bool             `json:"applied"`
+	Artifacts []VacuumArtifact `json:"artifacts"`
+	Totals    VacuumTotals     `json:"totals"`
+}
+
+func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
+	var req vacuumRequest
+	if err := decodeStrict(ActionVacuum, body, &req); err != nil {
+		return nil, err
+	}
+	opts := tableformat.DefaultVacuumOptions()
+	opts.Apply = req.Apply
+	if req.OlderThan != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.OlderThan)
+		if err != nil {
+			return nil, invalid("vacuum: older_than %q is not an RFC 3339 time (for example 2024-06-01T00:00:00Z)", *req.OlderThan)
+		}
+		opts.OlderThan = t
+	}
+	tb, err := s.Table(ctx, req.Table)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := tb.Vacuum(ctx, opts)
+	if err != nil {
+		// A partial Apply comes back with a report too; the error (which
+		// names every failed file) is what the client gets.
+		return nil, Status(&tableError{name: req.Table, err: err})
+	}
+	out := VacuumResult{
+		Table: req.Table, Version: rep.Version, OlderThan: rep.OlderThan.UTC().Format(time.RFC3339Nano), Applied: rep.Applied,
+		Artifacts: make([]VacuumArtifact, len(rep.Artifacts)),
+		Totals: VacuumTotals{Files: rep.Files, Referenced: rep.Referenced, Retained: rep.Retained, Removable: rep.Removable,
+			Deleted: rep.Deleted, AlreadyAbsent: rep.AlreadyAbsent, RemovableBytes: rep.RemovableBytes, DeletedBytes: rep.DeletedBytes},
+	}
+	for i, a := range rep.Artifacts {
+		out.Artifacts[i] = VacuumArtifact{Path: a.Path, Size: a.Size, Modified: a.ModTime.UTC().Format(time.RFC3339Nano), Kind: a.Kind,
+			Disposition: string(a.Disposition), Reason: string(a.Reason), Error: a.Error}
+	}
+	return out, nil
+}
