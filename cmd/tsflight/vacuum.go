@@ -1,0 +1,157 @@
+// The vacuum command: lists (and with --apply deletes) the files of a
+// table that no commit references, through the server's vacuum action.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/tsflight/tsflight/flightserver"
+)
+
+var vacuumCmd = &command{
+	Name:    "vacuum",
+	Group:   "client",
+	Summary: "find (and with --apply delete) files left by appends that never committed",
+	Usage:   "tsflight vacuum [--server URI] [--older-than TIME|DURATION] [--apply] [--format table|csv|json] TABLE",
+	Help: `Lists the files of a table that no commit references: the segment and
+coverage files of appends that died before committing (a killed process, a
+crash). Only files of the shapes writers create, and modified before
+--older-than, are removable; everything a commit ever named is kept. It is
+a dry run unless --apply is given.
+
+--older-than is an RFC 3339 time or a duration back from now (2h, 30m);
+the default is an hour ago, which keeps the files of appends still in
+progress safe. Use a shorter one (even 0s) only when nothing writes to the
+table. The table format lists the files that are not referenced by
+commits; csv and json list them all.
+
+Example:
+  tsflight vacuum cpu
+  tsflight vacuum --older-than 10m --apply cpu`,
+}
+
+func init() {
+	vacuumCmd.Run = runVacuum
+	register(vacuumCmd)
+}
+
+// olderThan parses --older-than: an RFC 3339 time, or a duration before
+// now.
+func olderThan(s string, now time.Time) (string, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.Format(time.RFC3339Nano), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return "", usagef("--older-than %q is neither an RFC 3339 time nor a duration (such as 2h or 30m)", s)
+	}
+	if d < 0 {
+		return "", usagef("--older-than %q is a negative duration: the cutoff would be in the future", s)
+	}
+	return now.Add(-d).UTC().Format(time.RFC3339Nano), nil
+}
+
+func runVacuum(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(vacuumCmd)
+	server := serverFlag(fs)
+	var older string
+	var apply bool
+	fs.StringVar(&older, "older-than", "", "only files modified before this `time` (RFC 3339, or a duration back from now such as 2h; default 1h)")
+	fs.BoolVar(&apply, "apply", false, "delete the removable files (default: a dry run)")
+	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
+	table, err := parseTable(fs, e, args, out)
+	if err != nil {
+		return err
+	}
+	req := map[string]any{"table": table}
+	if older != "" {
+		if req["older_than"], err = olderThan(older, time.Now()); err != nil {
+			return err
+		}
+	}
+	if apply {
+		req["apply"] = true
+	}
+	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+		var res flightserver.VacuumResult
+		raw, err := c.action(ctx, flightserver.ActionVacuum, req, &res)
+		if err != nil {
+			return err
+		}
+		return out.emit(e, func(w io.Writer) error {
+			switch out.format.value {
+			case formatJSON:
+				return writeRawJSON(w, raw)
+			case formatCSV:
+				return vacuumGrid(res, true).writeCSV(w)
+			}
+			return printVacuum(w, res, out.maxRows)
+		})
+	})
+}
+
+// vacuumGrid has one row per artifact (all, or those no commit
+// references).
+func vacuumGrid(res flightserver.VacuumResult, all bool) *grid {
+	g := &grid{header: []string{"path", "kind", "size", "modified", "disposition", "reason"}, right: []bool{false, false, true}}
+	for _, a := range res.Artifacts {
+		if !all && a.Reason == "referenced_by_commit" {
+			continue
+		}
+		reason := a.Reason
+		if a.Error != "" {
+			reason += ": " + a.Error
+		}
+		g.rows = append(g.rows, []string{a.Path, a.Kind, strconv.FormatInt(a.Size, 10), a.Modified, a.Disposition, reason})
+	}
+	return g
+}
+
+func printVacuum(w io.Writer, res flightserver.VacuumResult, maxRows int) error {
+	t := res.Totals
+	if _, err := fmt.Fprintf(w, "table   %s (version %d)\ncutoff  files modified before %s\n", res.Table, res.Version, res.OlderThan); err != nil {
+		return err
+	}
+	if g := vacuumGrid(res, false); len(g.rows) > 0 {
+		more := 0
+		if maxRows > 0 && len(g.rows) > maxRows {
+			more, g.rows = len(g.rows)-maxRows, g.rows[:maxRows]
+		}
+		for _, r := range g.rows {
+			n, _ := strconv.ParseInt(r[2], 10, 64)
+			r[2] = humanBytes(n)
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := g.print(w); err != nil {
+			return err
+		}
+		if more > 0 {
+			if _, err := fmt.Fprintf(w, "… %d more (--max-rows 0 shows all)\n", more); err != nil {
+				return err
+			}
+		}
+	}
+	var summary string
+	switch {
+	case res.Applied:
+		summary = fmt.Sprintf("deleted %s (%s)", plural(int64(t.Deleted), "file", "files"), humanBytes(t.DeletedBytes))
+		if t.AlreadyAbsent > 0 {
+			summary += fmt.Sprintf(", %d already gone", t.AlreadyAbsent)
+		}
+	case t.Removable > 0:
+		summary = fmt.Sprintf("dry run: %s removable (%s); run again with --apply to delete them",
+			plural(int64(t.Removable), "file", "files"), humanBytes(t.RemovableBytes))
+	default:
+		summary = "dry run: nothing to remove"
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n%s kept: %d referenced by commits, %d other\n", summary,
+		plural(int64(t.Retained), "file", "files"), t.Referenced, t.Retained-t.Referenced)
+	return err
+}
