@@ -40,6 +40,13 @@ type testServer struct {
 
 func startServer(t *testing.T, tweak func(*Options)) *testServer {
 	t.Helper()
+	return startGatedServer(t, tweak, nil)
+}
+
+// startGatedServer is startServer with the limits of gate in force (nil:
+// none, as startServer).
+func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate) *testServer {
+	t.Helper()
 	ts := &testServer{
 		t:      t,
 		root:   t.TempDir(),
@@ -63,7 +70,12 @@ func startServer(t *testing.T, tweak func(*Options)) *testServer {
 	if !strings.Contains(t.Name(), "StandardCodec") {
 		gopts = svc.GRPCOptions()
 	}
-	ts.srv = flight.NewServerWithMiddleware(nil, gopts...)
+	var mw []flight.ServerMiddleware
+	if gate != nil {
+		gopts = append(gopts, gate.ServerOptions()...)
+		mw = append(mw, gate.Middleware())
+	}
+	ts.srv = flight.NewServerWithMiddleware(mw, gopts...)
 	ts.srv.RegisterFlightService(svc)
 	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
 		t.Fatalf("Init: %v", err)

@@ -61,6 +61,12 @@ func (b *syncBuffer) String() string {
 
 func startSQL(t *testing.T) *sqlServer {
 	t.Helper()
+	return startSQLWith(t, nil)
+}
+
+// startSQLWith is startSQL with tweak applied to the Flight SQL options.
+func startSQLWith(t *testing.T, tweak func(*Options)) *sqlServer {
+	t.Helper()
 	s := &sqlServer{
 		t:      t,
 		root:   t.TempDir(),
@@ -82,6 +88,9 @@ func startSQL(t *testing.T) *sqlServer {
 	so.Alloc = s.srvMem
 	so.Logger = log
 	so.Threads = 2
+	if tweak != nil {
+		tweak(so)
+	}
 	s.sql, err = New(context.Background(), svc, so)
 	if err != nil {
 		t.Fatal(err)

@@ -358,7 +358,8 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		defer s.endRun(h.ID)
 		defer cancel()
 		defer sess.close()
-		ok := s.stream(ctx, rdr, target, ch)
+		budget := &rowBudget{max: s.opts.MaxResultRows}
+		ok := s.stream(ctx, rdr, target, ch, budget)
 		rdr.Release()
 		for _, args := range rows[1:] {
 			if !ok {
@@ -369,7 +370,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 				sendChunk(ctx, ch, flight.StreamChunk{Err: err})
 				return
 			}
-			ok = s.stream(ctx, next, target, ch)
+			ok = s.stream(ctx, next, target, ch, budget)
 			next.Release()
 		}
 		if ctx.Err() != nil && parent.Err() == nil {
@@ -420,9 +421,29 @@ func sendChunk(ctx context.Context, ch chan<- flight.StreamChunk, c flight.Strea
 	}
 }
 
+// rowBudget counts the rows a query execution has returned against
+// Options.MaxResultRows (max 0: no limit).
+type rowBudget struct {
+	max, sent int64
+}
+
+// take admits rec's rows. When they would pass the limit it returns the
+// rows still allowed (the caller sends that much of rec) and the error that
+// then ends the stream.
+func (b *rowBudget) take(rec arrow.RecordBatch) (int64, error) {
+	n := rec.NumRows()
+	if b.max <= 0 || b.sent+n <= b.max {
+		b.sent += n
+		return n, nil
+	}
+	keep := b.max - b.sent
+	b.sent = b.max
+	return keep, status.Errorf(codes.ResourceExhausted, "the query returns more than the server's limit of %d rows (--max-result-rows); the first %d rows were sent: add a LIMIT, narrow the WHERE clause or aggregate", b.max, b.max)
+}
+
 // stream merges DuckDB's small chunks into batches of target's schema and
 // sends them until the result ends (true), fails or ctx is cancelled.
-func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arrow.Schema, ch chan<- flight.StreamChunk) bool {
+func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arrow.Schema, ch chan<- flight.StreamChunk, budget *rowBudget) bool {
 	var parts []arrow.RecordBatch
 	rows, bytes := 0, 0
 	defer func() {
@@ -453,7 +474,21 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
 			return false
 		}
-		return send(flight.StreamChunk{Data: rec})
+		keep, over := budget.take(rec)
+		if over == nil {
+			return send(flight.StreamChunk{Data: rec})
+		}
+		if keep > 0 {
+			head := rec.NewSlice(0, keep)
+			rec.Release()
+			if !send(flight.StreamChunk{Data: head}) {
+				return false
+			}
+		} else {
+			rec.Release()
+		}
+		send(flight.StreamChunk{Err: over})
+		return false
 	}
 	for rdr.Next() {
 		rec := rdr.RecordBatch()

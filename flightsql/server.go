@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
 )
@@ -45,6 +47,11 @@ type Options struct {
 	PreparedIdle time.Duration
 	// Version is reported as the server version (SqlInfo 1); "" = "dev".
 	Version string
+	// MaxResultRows bounds the rows one query execution (all its
+	// parameter rows together) may return (0 = no limit). A query that
+	// would return more ends with ResourceExhausted after the rows up to
+	// the limit, never with a silently shortened result.
+	MaxResultRows int64
 	// MetadataCache lets DuckDB keep Parquet footers in memory between
 	// queries (safe: segments never change once written). false = off;
 	// DefaultOptions turns it on.
@@ -80,6 +87,9 @@ type Server struct {
 // Close releases DuckDB.
 func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server, error) {
 	o := *opts
+	if o.MaxResultRows < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "MaxResultRows must not be negative, got %d", o.MaxResultRows)
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}

@@ -26,6 +26,12 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"serve", "--root", root, "--gc-percent", "-5"}, nil, "--gc-percent must be -1 or more, got -5"},
 		{[]string{"serve", "--root", root, "--gc-percent", "lots"}, nil, "--gc-percent"},
 		{[]string{"serve", "--root", root, "--shutdown-timeout", "soon"}, nil, "--shutdown-timeout"},
+		{[]string{"serve", "--root", root, "--max-calls", "0"}, nil, "--max-calls must be at least 1 (or -1 for no limit), got 0"},
+		{[]string{"serve", "--root", root, "--max-calls", "-7"}, nil, "--max-calls must be at least 1"},
+		{[]string{"serve", "--root", root, "--max-streams-per-conn", "0"}, nil, "--max-streams-per-conn must be at least 1, got 0"},
+		{[]string{"serve", "--root", root, "--request-timeout", "0s"}, nil, "--request-timeout must be positive"},
+		{[]string{"serve", "--root", root, "--request-timeout", "forever"}, nil, "--request-timeout"},
+		{[]string{"serve", "--root", root, "--max-result-rows", "-1"}, nil, "--max-result-rows must not be negative, got -1"},
 		{[]string{"serve", "--root", root, "extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"serve", "--root"}, nil, "flag needs an argument: --root"},
 		{[]string{"serve"}, []string{"TSFLIGHT_ROOT="}, "--root is required"},
@@ -48,7 +54,8 @@ func TestHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}} {
 		stdout, _, code := runCLI(t, nil, args...)
-		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s"} {
+		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s",
+			"--max-calls N", "default 1000", "--max-streams-per-conn N", "default 100", "--request-timeout DURATION", "default 1h0m0s", "--max-result-rows N"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
 			}

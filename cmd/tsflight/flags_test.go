@@ -41,8 +41,20 @@ func TestServeFlagPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.root != "/env/root" || cfg.listen != defaultListen || cfg.logLevel.value != "info" || cfg.logFormat.value != "text" ||
-		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second || cfg.gcPercent != 50 {
+		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second || cfg.gcPercent != 50 ||
+		cfg.maxCalls != 1000 || cfg.streamsPerConn != 100 || cfg.requestTimeout != time.Hour || cfg.maxResultRows != 0 {
 		t.Fatalf("defaults: %+v", cfg)
+	}
+	if l := cfg.limits(); l.MaxCalls != 1000 || l.MaxStreamsPerConn != 100 || l.RequestTimeout != time.Hour || l.MaxRecvMsgSize != 64<<20 {
+		t.Fatalf("default limits: %+v", l)
+	}
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r"}),
+		[]string{"--max-calls", "-1", "--max-streams-per-conn", "8", "--request-timeout", "-1s", "--max-result-rows", "5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.limits(); l.MaxCalls != -1 || l.MaxStreamsPerConn != 8 || l.RequestTimeout != -time.Second || cfg.maxResultRows != 5000 {
+		t.Fatalf("limit flags: %+v, max result rows %d", l, cfg.maxResultRows)
 	}
 	// GOGC in the environment wins over the default GC percent, and
 	// --gc-percent over GOGC.

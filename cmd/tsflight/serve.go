@@ -18,7 +18,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/status"
 
@@ -27,12 +26,12 @@ import (
 
 const (
 	defaultListen   = "127.0.0.1:8815"
-	defaultMsgSize  = 64 << 20
+	defaultMsgSize  = flightserver.DefaultMaxMsgSize
 	defaultShutdown = 30 * time.Second
 	// headerAllowance is added to the message size flags: they bound a
 	// record batch's body, and the gRPC message also carries its IPC header
 	// and the FlightData framing.
-	headerAllowance = 1 << 20
+	headerAllowance = flightserver.MsgHeaderAllowance
 	// maxMsgSize keeps limit+allowance within gRPC's int32 message sizes.
 	maxMsgSize = 1<<31 - 1 - headerAllowance
 	// hardStopWait bounds the wait for cancelled calls after a hard stop.
@@ -60,9 +59,17 @@ After --shutdown-timeout (or on a second signal) the remaining calls are
 cancelled: an interrupted DoPut commits nothing. The exit code is 0 after a
 clean shutdown and 1 when calls had to be cancelled.
 
---max-recv-msg-size bounds the largest record batch a client may send
-(the body; 1 MiB is added for headers), --max-send-msg-size the largest one
-the server sends. Clients must allow messages of that size too.
+Limits (docs/reliability.md): --max-recv-msg-size bounds the largest
+record batch a client may send (the body; 1 MiB is added for headers),
+--max-send-msg-size the largest one the server sends; clients must allow
+messages of that size too. --max-streams-per-conn bounds the calls one
+connection has open (clients queue the rest), --max-calls the calls the
+server runs at once (more are refused with RESOURCE_EXHAUSTED),
+--request-timeout how long one call may run when its client set no
+earlier deadline, and --max-result-rows the rows one SQL query may return
+(more ends the query with RESOURCE_EXHAUSTED instead of a silently cut
+result). A client that stops reading holds at most about two batches per
+stream in the server: sends wait for the client (HTTP/2 flow control).
 
 --demo fills an empty root with the demo table cpu first (TSBS-like CPU
 metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps). The
@@ -92,6 +99,10 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	memoryLimit     byteSize
 	gcPercent       int // -1: leave the runtime's (GOGC) setting
+	streamsPerConn  int
+	maxCalls        int
+	requestTimeout  time.Duration
+	maxResultRows   int64
 	demo            bool
 }
 
@@ -103,6 +114,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		maxSend:   defaultMsgSize,
 		gcPercent: flightserver.RecommendedGCPercent,
 	}
+	lim := flightserver.DefaultLimits()
 	fs := newFlagSet(serveCmd)
 	fs.StringVar(&cfg.root, "root", "", "`directory` holding the tables (created if missing; required)")
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "`address` to listen on; port 0 picks a free port")
@@ -110,6 +122,10 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(cfg.logFormat, "log-format", "log `format`: text or json (one object per line)")
 	fs.Var(&cfg.maxRecv, "max-recv-msg-size", "largest record batch a client may send (`size`: bytes, or with KiB, MiB, GiB)")
 	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch the server sends (`size`)")
+	fs.IntVar(&cfg.streamsPerConn, "max-streams-per-conn", int(lim.MaxStreamsPerConn), "calls one connection may have open at once (`n`); the client queues the rest")
+	fs.IntVar(&cfg.maxCalls, "max-calls", lim.MaxCalls, "calls the server runs at once over all connections (`n`, -1 = no limit); more are refused with RESOURCE_EXHAUSTED")
+	fs.DurationVar(&cfg.requestTimeout, "request-timeout", lim.RequestTimeout, "longest a call may run when its client set no earlier deadline (`duration`, -1s = no limit)")
+	fs.Int64Var(&cfg.maxResultRows, "max-result-rows", 0, "rows one SQL query may return (`n`, 0 = no limit); a larger result ends with RESOURCE_EXHAUSTED")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
@@ -136,6 +152,14 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--max-recv-msg-size must be between 1 and %d bytes", maxMsgSize)
 	case cfg.maxSend < 1 || cfg.maxSend > maxMsgSize:
 		return nil, usagef("--max-send-msg-size must be between 1 and %d bytes", maxMsgSize)
+	case cfg.streamsPerConn < 1:
+		return nil, usagef("--max-streams-per-conn must be at least 1, got %d", cfg.streamsPerConn)
+	case cfg.maxCalls == 0 || cfg.maxCalls < -1:
+		return nil, usagef("--max-calls must be at least 1 (or -1 for no limit), got %d", cfg.maxCalls)
+	case cfg.requestTimeout == 0:
+		return nil, usagef("--request-timeout must be positive (or negative for no limit)")
+	case cfg.maxResultRows < 0:
+		return nil, usagef("--max-result-rows must not be negative, got %d", cfg.maxResultRows)
 	case cfg.gcPercent < -1:
 		return nil, usagef("--gc-percent must be -1 or more, got %d", cfg.gcPercent)
 	case cfg.memoryLimit < 0:
@@ -144,6 +168,17 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--shutdown-timeout must not be negative")
 	}
 	return cfg, nil
+}
+
+// limits returns the gRPC limits the flags ask for.
+func (cfg *serveConfig) limits() *flightserver.Limits {
+	l := flightserver.DefaultLimits()
+	l.MaxRecvMsgSize = int(cfg.maxRecv)
+	l.MaxSendMsgSize = int(cfg.maxSend)
+	l.MaxStreamsPerConn = uint32(cfg.streamsPerConn)
+	l.MaxCalls = cfg.maxCalls
+	l.RequestTimeout = cfg.requestTimeout
+	return l
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -168,7 +203,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"))
+	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"), cfg.maxResultRows)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("starting Flight SQL: %w", err)
@@ -182,11 +217,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cfg.gcPercent >= 0 {
 		debug.SetGCPercent(cfg.gcPercent)
 	}
-	gopts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(int(cfg.maxRecv) + headerAllowance),
-		grpc.MaxSendMsgSize(int(cfg.maxSend) + headerAllowance),
-	}, svc.GRPCOptions()...) // zero-copy DoGet
-	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware()}, gopts...)
+	gate, err := flightserver.NewGate(cfg.limits())
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	gopts := append(gate.ServerOptions(), svc.GRPCOptions()...) // zero-copy DoGet
+	// The call log sees every call, refused ones too, and recovers panics.
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
 	srv.InitListener(conns)
 
@@ -196,7 +234,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 
 	log.Info("starting", "version", versionString(), "root", svc.Root(),
 		"max_recv_msg_size", cfg.maxRecv.String(), "max_send_msg_size", cfg.maxSend.String(),
-		"shutdown_timeout", cfg.shutdownTimeout.String())
+		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
+		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
+		"max_result_rows", cfg.maxResultRows)
 	// Scripts and tests parse this line; keep "tsflight listening on ADDR".
 	log.Info("tsflight listening on " + lis.Addr().String())
 	printConnectHelp(e.stdout, lis.Addr().String(), svc.Root(), demo)

@@ -246,6 +246,47 @@ func TestServeMaxRecvMsgSize(t *testing.T) {
 	srv.stop()
 }
 
+// --request-timeout ends a call whose client went silent, and --max-calls
+// refuses calls beyond the limit while it runs; both name their flag.
+func TestServeCallLimits(t *testing.T) {
+	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--max-calls", "1", "--request-timeout", "1s")
+	ctx := testCtx(t)
+	c := dial(t, srv.addr)
+	createTable(t, ctx, c, "t")
+
+	p := openPut(t, ctx, c, "t")
+	if err := p.write(batch(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	// The put is now the one call the server runs.
+	var err error
+	for range 50 {
+		if _, err = doAction(ctx, c, "describe-table", map[string]any{"table": "t"}); status.Code(err) == codes.ResourceExhausted {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--max-calls") {
+		t.Fatalf("a second call with --max-calls 1: %v, want ResourceExhausted naming --max-calls", err)
+	}
+	// The silent put ends at the request timeout, having committed nothing.
+	recv, rerr := p.stream.Recv()
+	if status.Code(rerr) != codes.DeadlineExceeded {
+		t.Fatalf("a silent DoPut with --request-timeout 1s: %v %v, want DeadlineExceeded", recv, rerr)
+	}
+	var d map[string]any
+	for range 100 {
+		if d, err = doAction(ctx, c, "describe-table", map[string]any{"table": "t"}); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil || num(t, d, "version") != 1 {
+		t.Fatalf("describe-table after the timed-out put: %v %v, want version 1", d, err)
+	}
+	srv.stop()
+}
+
 // Failures to start are errors (exit 1), not usage errors.
 func TestServeStartFailures(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")

@@ -17,10 +17,11 @@ const sqlBuilt = true
 
 // withSQL wraps svc with Flight SQL (DuckDB): this binary was built with
 // the duckdb_arrow tag. The returned close releases DuckDB.
-func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger) (flight.FlightServer, func() error, error) {
+func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger, maxResultRows int64) (flight.FlightServer, func() error, error) {
 	opts := flightsql.DefaultOptions()
 	opts.Logger = log
 	opts.Version = versionString()
+	opts.MaxResultRows = maxResultRows
 	srv, err := flightsql.New(ctx, svc, opts)
 	if err != nil {
 		return nil, nil, err
