@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +156,16 @@ type crashRun struct {
 func (r *crashRun) startServer() {
 	r.srv = startServer(r.t, nil, "--root", r.root, "--listen", "127.0.0.1:0")
 	r.client = dial(r.t, r.srv.addr)
+}
+
+// dumpServer makes the server print its goroutines into its log (shown
+// when the test fails), to tell a stuck call from a slow one.
+func (r *crashRun) dumpServer() {
+	_ = r.srv.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-r.srv.done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // ack records an acknowledged batch durably.
@@ -585,6 +596,7 @@ func TestCrashTrialsServer(t *testing.T) {
 		// The restarted (or surviving) server reads the same.
 		if got, err := r.serverCounts(); err != nil || !mapsEqualInt(got, counts) {
 			r.tally.unreadable++
+			r.dumpServer()
 			t.Fatalf("trial %d: the server reads %d batches (%v), the library %d", trial, len(got), err, len(counts))
 		}
 
@@ -620,6 +632,7 @@ func TestCrashTrialsServer(t *testing.T) {
 		}
 		if got, err := r.serverCounts(); err != nil || !mapsEqualInt(got, counts) {
 			r.tally.unreadable++
+			r.dumpServer()
 			t.Errorf("trial %d: the table reads differently after vacuum (%v)", trial, err)
 		}
 
