@@ -38,6 +38,16 @@ func (c *catalog) open(ctx context.Context, name string) (*tableformat.Table, er
 	tb, ok := c.tables[name]
 	c.mu.Unlock()
 	if ok {
+		// A table whose directory was removed (dropped by hand) is gone,
+		// not corrupt: forget the handle.
+		if _, err := os.Stat(filepath.Join(c.root, name, tableformat.LogDir)); errors.Is(err, os.ErrNotExist) {
+			c.mu.Lock()
+			if c.tables[name] == tb {
+				delete(c.tables, name)
+			}
+			c.mu.Unlock()
+			return nil, Status(notFound(name))
+		}
 		if _, err := tb.Refresh(ctx); err != nil {
 			return nil, Status(err)
 		}

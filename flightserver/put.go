@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,11 +46,24 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		return invalid("DoPut: the stream must start with a descriptor and a schema: %v", err)
 	}
 	defer rdr.Release()
+	in := &putReader{RecordReader: rdr.Reader}
+	if desc := rdr.LatestFlightDescriptor(); desc != nil && desc.Type == flight.DescriptorCMD {
+		// A CMD put may create the table: an empty stream must not.
+		if !in.peek() {
+			if err := in.Err(); err != nil {
+				if ctx.Err() != nil {
+					return Status(ctx.Err())
+				}
+				return invalid("DoPut: reading the input stream: %v", err)
+			}
+			return invalid("DoPut: the input stream has no rows; nothing was written")
+		}
+	}
 	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor(), rdr.Schema())
 	if err != nil {
 		return err
 	}
-	res, err := s.Append(ctx, tb, readerOf(rdr))
+	res, err := s.Append(ctx, tb, in)
 	if err != nil {
 		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
 		return err
@@ -96,8 +111,41 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
 }
 
-// readerOf adapts a Flight reader to array.RecordReader.
-func readerOf(r *flight.Reader) array.RecordReader { return r.Reader }
+// putReader is the record reader of a DoPut stream. It can look ahead to
+// the first batch with rows, and its errors say what a stream that changes
+// its schema did.
+type putReader struct {
+	array.RecordReader
+	held bool // the reader stands on a batch that Next has not returned yet
+}
+
+// peek advances to the first batch with rows, which the next call to Next
+// returns; it reports whether there is one.
+func (r *putReader) peek() bool {
+	for r.RecordReader.Next() {
+		if r.RecordReader.RecordBatch().NumRows() > 0 {
+			r.held = true
+			return true
+		}
+	}
+	return false
+}
+
+func (r *putReader) Next() bool {
+	if r.held {
+		r.held = false
+		return true
+	}
+	return r.RecordReader.Next()
+}
+
+func (r *putReader) Err() error {
+	err := r.RecordReader.Err()
+	if err != nil && strings.Contains(err.Error(), "got=Schema") {
+		return fmt.Errorf("the stream sent a second schema message after its first one; one DoPut stream carries one schema (send batches of another schema in a new DoPut): %w", err)
+	}
+	return err
+}
 
 // Append appends one stream to tb as one segment and one commit, the way
 // DoPut does (same allocator and commit retries); errors are gRPC statuses.

@@ -181,5 +181,10 @@ print(e["version"], len(e["segments"]), sum(s["row_count"] for s in e["segments"
   fi
 fi
 
+# The Python rows of docs/reliability-catalogue.md (pytest): bad input
+# through pyarrow.flight and ADBC, on a scratch table of their own; with
+# TSFLIGHT_ROOT (the server's root) each proves it wrote nothing.
+check test_bad_input.py "$url" -- '19 passed'
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

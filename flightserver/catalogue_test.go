@@ -1,0 +1,402 @@
+package flightserver
+
+// The bad-input catalogue (issue 8): a table of requests a client can get
+// wrong, each sent through arrow-go's Flight client to a real server on a
+// loopback port, with the gRPC code and the message fragments naming the
+// fault it must get. Every case runs on a fresh root; the whole root is
+// snapshotted (path, size and SHA-256 of every file) before
+// and after and must not change, and the server must still answer a
+// describe and a scan afterwards. With -update-catalogue the test rewrites
+// its sections of docs/reliability-catalogue.md; without it, it fails when
+// that file and the cases disagree. The cases are in catalogue_cases*_test.go.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+var updateCatalogue = flag.Bool("update-catalogue", false, "rewrite the catalogue sections of docs/reliability-catalogue.md from the cases")
+
+// badCase is one row of the catalogue.
+type badCase struct {
+	name     string // what is wrong, as the doc lists it
+	category string
+	op       string // the client call that carries it
+	code     codes.Code
+	frags    []string // the message must contain each
+	// leavesTable, when set, is a table the case may leave behind, created
+	// and empty (commit 1 only, no data file): a DoPut CMD with create
+	// creates the table before the stream's rows are checked, and a table
+	// it created stays (docs/flight.md, DoPut). Nothing else may change.
+	leavesTable string
+	// recvLimit, when set, is the server's gRPC receive limit in bytes.
+	recvLimit int
+	// setup prepares an on-disk fault (or a ticket); the "before"
+	// snapshot is taken after it.
+	setup func(e *catEnv)
+	run   func(e *catEnv) error
+}
+
+// catEnv is what a case runs against: a server whose root holds table cpu
+// (TSBS-like, 20 rows, version 2) and table fresh (created, no data yet).
+type catEnv struct {
+	*testServer
+	ctx context.Context
+	// ticket is a ticket a setup obtained for the case to use.
+	ticket *flight.Ticket
+}
+
+// catFixtureRows are the rows of cpu: steps 0..9 of host_0 and host_1.
+var catFixtureRows = genRows(t0, 10, 2)
+
+// startCatalogueServer is startServer with extra gRPC server options.
+func startCatalogueServer(t *testing.T, extra ...grpc.ServerOption) *testServer {
+	t.Helper()
+	ts := &testServer{
+		t:      t,
+		root:   t.TempDir(),
+		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
+	}
+	opts := DefaultOptions(ts.root)
+	opts.Alloc = ts.srvMem
+	opts.ScanAlloc = ts.srvMem
+	svc, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ts.svc = svc
+	ts.srv = flight.NewServerWithMiddleware(nil, append(svc.GRPCOptions(), extra...)...)
+	ts.srv.RegisterFlightService(svc)
+	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.Serve() }()
+	ts.client, err = flight.NewClientWithMiddleware(ts.srv.Addr().String(), nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(func() {
+		ts.client.Close()
+		ts.srv.Shutdown()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		ts.cliMem.AssertSize(t, 0)
+		ts.srvMem.AssertSize(t, 0)
+	})
+	return ts
+}
+
+// fileState is what a root snapshot records of one file.
+type fileState struct {
+	size int64
+	sum  string
+}
+
+// rootSnapshot records every file under dir: relative path, size and
+// SHA-256. (Directories are left out: a refused put to a table without
+// data leaves the empty directory data/_managed/append/ behind, which the
+// table package creates before the stream is checked.)
+func rootSnapshot(t *testing.T, dir string) map[string]fileState {
+	t.Helper()
+	out := map[string]fileState{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return err
+		}
+		out[rel] = fileState{size: n, sum: hex.EncodeToString(h.Sum(nil))}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffSnapshots lists what changed between two root snapshots.
+func diffSnapshots(before, after map[string]fileState) []string {
+	var out []string
+	for p, a := range after {
+		b, ok := before[p]
+		switch {
+		case !ok:
+			out = append(out, "created "+p)
+		case b != a:
+			out = append(out, fmt.Sprintf("modified %s (%d → %d bytes)", p, b.size, a.size))
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, "removed "+p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// runCatalogue runs each case on a fresh server and checks code, message,
+// the unchanged root and that the server still answers.
+func runCatalogue(t *testing.T, cases []badCase) {
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("two cases are named %q", c.name)
+		}
+		seen[c.name] = true
+		t.Run(c.name, func(t *testing.T) {
+			var extra []grpc.ServerOption
+			if c.recvLimit > 0 {
+				extra = append(extra, grpc.MaxRecvMsgSize(c.recvLimit))
+			}
+			ts := startCatalogueServer(t, extra...)
+			e := &catEnv{testServer: ts, ctx: ctxT(t)}
+			ts.createTSBS(e.ctx, "cpu")
+			ts.mustPut(e.ctx, pathDesc("cpu"), catFixtureRows, 100, 2)
+			ts.createTSBS(e.ctx, "fresh")
+			if c.setup != nil {
+				c.setup(e)
+			}
+			before := rootSnapshot(t, ts.root)
+			err := c.run(e)
+			wantCode(t, c.op, err, c.code, c.frags...)
+			d := diffSnapshots(before, rootSnapshot(t, ts.root))
+			if c.leavesTable != "" {
+				d = e.emptyTableOnly(t, c.leavesTable, d)
+			}
+			if len(d) > 0 {
+				t.Fatalf("%s wrote to the root:\n  %s", c.op, strings.Join(d, "\n  "))
+			}
+			e.stillAnswers(t)
+		})
+	}
+}
+
+// emptyTableOnly removes from diff the files of the empty table name (its
+// first commit and CURRENT) after checking that the table is at version 1
+// without rows, and returns the rest.
+func (e *catEnv) emptyTableOnly(t *testing.T, name string, diff []string) []string {
+	t.Helper()
+	allowed := map[string]bool{
+		"created " + name + "/" + tableformat.CommitPath(1): true,
+		"created " + name + "/_timeseries_log/CURRENT":      true,
+	}
+	var rest []string
+	for _, d := range diff {
+		if !allowed[d] {
+			rest = append(rest, d)
+		}
+	}
+	got := e.mustAction(e.ctx, ActionDescribeTable, map[string]any{"table": name})
+	if got["version"] != float64(1) || got["rows"] != float64(0) {
+		t.Fatalf("table %s left behind at version %v with %v rows, want an empty table at version 1", name, got["version"], got["rows"])
+	}
+	return rest
+}
+
+// stillAnswers checks that cpu still describes at version 2 and scans to
+// its 20 rows: the server neither died nor committed anything.
+func (e *catEnv) stillAnswers(t *testing.T) {
+	t.Helper()
+	got := e.mustAction(e.ctx, ActionDescribeTable, map[string]any{"table": "cpu"})
+	if got["version"] != float64(2) || got["rows"] != float64(len(catFixtureRows)) {
+		t.Fatalf("after the case cpu is at version %v with %v rows, want 2 and %d", got["version"], got["rows"], len(catFixtureRows))
+	}
+	f, err := e.fetchAll(e.ctx, e.info(e.ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatalf("scan after the case: %v", err)
+	}
+	if len(f.rows) != len(catFixtureRows) || sumUser(f.rows) != sumUser(catFixtureRows) {
+		t.Fatalf("scan after the case: %d rows, want %d", len(f.rows), len(catFixtureRows))
+	}
+}
+
+func TestBadInputCatalogue(t *testing.T) {
+	cases := flightCatalogue()
+	if len(cases) < 40 {
+		t.Fatalf("the catalogue holds %d cases; issue 8 asks for at least 40", len(cases))
+	}
+	runCatalogue(t, cases)
+	if t.Failed() {
+		return
+	}
+	rows := make([]catalogueRow, len(cases))
+	for i, c := range cases {
+		rows[i] = catalogueRow{category: c.category, name: c.name, client: "arrow-go Flight: " + c.op, code: c.code.String(), frags: c.frags}
+		if c.leavesTable != "" {
+			rows[i].writes = "only the empty table " + c.leavesTable + " (commit 1), as flight.md documents"
+		}
+	}
+	syncCatalogueDoc(t, "flight", catalogueSection("Arrow Flight (arrow-go client)", "F", "go test ./flightserver -run TestBadInputCatalogue", rows))
+	checkPythonCases(t)
+	syncCatalogueDoc(t, "python", pythonCatalogueSection)
+}
+
+// ---- docs/reliability-catalogue.md ----
+
+const catalogueDoc = "../docs/reliability-catalogue.md"
+
+// catalogueHeader starts the file; each test owns the section between its
+// markers.
+const catalogueHeader = `# Bad-input catalogue
+
+Requests a client can get wrong, each sent through a real client to a real
+tsflight server, with the gRPC status code it gets and text its message
+must contain (every fragment listed, separated by " · "). Every case also
+proves that it **writes nothing**: the whole root directory (relative
+path, size and SHA-256 of every file) is the same before and
+after, counted from after the setup for cases whose fault the test puts on
+disk itself (a corrupt commit, a deleted segment, …). And the server still
+answers afterwards: a describe and a scan of the untouched table succeed,
+at the version it had, so no case panicked it or committed anything.
+
+The Go sections are generated: ` + "`go test ./flightserver -run TestBadInputCatalogue -update-catalogue`" + ` and
+` + "`go test -tags duckdb_arrow ./flightsql -run TestSQLBadInputCatalogue -update-catalogue`" + `
+rewrite them, and the same tests without the flag fail when this file
+and their cases disagree. The Python section is kept by hand in
+` + "`flightserver/catalogue_python_test.go`" + ` (the Go test checks that every case it lists
+exists in ` + "`examples/python/test_bad_input.py`" + `). Codes follow
+[flight.md](flight.md#errors) and [flightsql.md](flightsql.md).
+`
+
+// catalogueRow is one line of a generated table.
+type catalogueRow struct {
+	category, name, client, code string
+	frags                        []string
+	writes                       string // "" = nothing
+
+}
+
+// mdCell escapes text for a markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func mdCode(s string) string {
+	if strings.Contains(s, "`") {
+		return "``" + mdCell(s) + " ``"
+	}
+	return "`" + mdCell(s) + "`"
+}
+
+// grpcName spells a code as the gRPC spec does (INVALID_ARGUMENT).
+func grpcName(code string) string {
+	re := regexp.MustCompile(`([a-z])([A-Z])`)
+	return strings.ToUpper(re.ReplaceAllString(code, "${1}_${2}"))
+}
+
+// catalogueSection renders a section: a heading, how to run it and a table
+// of case → code, grouped by category in order of first appearance.
+func catalogueSection(title, prefix, command string, rows []catalogueRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s: %d cases\n\n", title, len(rows))
+	fmt.Fprintf(&b, "Run by `%s`; all pass.\n\n", command)
+	b.WriteString("| # | category | case | client call | expected code | message fragments | writes |\n|---|---|---|---|---|---|---|\n")
+	for i, r := range rows {
+		frags := make([]string, len(r.frags))
+		for j, f := range r.frags {
+			frags[j] = mdCode(f)
+		}
+		writes := r.writes
+		if writes == "" {
+			writes = "nothing"
+		}
+		fmt.Fprintf(&b, "| %s%d | %s | %s | %s | `%s` | %s | %s |\n", prefix, i+1, mdCell(r.category), mdCell(r.name), mdCell(r.client), grpcName(r.code), strings.Join(frags, " · "), mdCell(writes))
+	}
+	return b.String()
+}
+
+func sectionMarkers(name string) (string, string) {
+	return "<!-- " + name + " catalogue: generated, do not edit -->\n", "<!-- end of " + name + " catalogue -->\n"
+}
+
+// syncCatalogueDoc rewrites (with -update-catalogue) or checks the named
+// section of the doc. Sections are kept in the order flight, flightsql,
+// python; a missing one is added at its place.
+func syncCatalogueDoc(t *testing.T, name, content string) {
+	t.Helper()
+	data, err := os.ReadFile(catalogueDoc)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	if doc == "" {
+		doc = catalogueHeader
+	}
+	begin, end := sectionMarkers(name)
+	want := begin + content + end
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	var next string
+	switch {
+	case i >= 0 && j > i:
+		if doc[i:j+len(end)] == want {
+			return
+		}
+		next = doc[:i] + want + doc[j+len(end):]
+	default:
+		// Insert before the first section that comes later in the order.
+		order := []string{"flight", "flightsql", "python"}
+		at := len(doc)
+		after := false
+		for _, o := range order {
+			if o == name {
+				after = true
+				continue
+			}
+			if b, _ := sectionMarkers(o); after {
+				if k := strings.Index(doc, b); k >= 0 && k < at {
+					at = k
+				}
+			}
+		}
+		if at < len(doc) {
+			next = doc[:at] + want + "\n" + doc[at:]
+		} else {
+			next = strings.TrimRight(doc, "\n") + "\n\n" + want
+		}
+	}
+	if !*updateCatalogue {
+		t.Fatalf("%s: the %s section does not match the cases; run the test with -update-catalogue and commit the file", catalogueDoc, name)
+	}
+	if err := os.WriteFile(catalogueDoc, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rewrote the %s section of %s", name, catalogueDoc)
+}
