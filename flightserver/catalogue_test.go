@@ -30,8 +30,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/tsflight/tsflight/tableformat"
 )
 
 var updateCatalogue = flag.Bool("update-catalogue", false, "rewrite the catalogue sections of docs/reliability-catalogue.md from the cases")
@@ -43,11 +41,6 @@ type badCase struct {
 	op       string // the client call that carries it
 	code     codes.Code
 	frags    []string // the message must contain each
-	// leavesTable, when set, is a table the case may leave behind, created
-	// and empty (commit 1 only, no data file): a DoPut CMD with create
-	// creates the table before the stream's rows are checked, and a table
-	// it created stays (docs/flight.md, DoPut). Nothing else may change.
-	leavesTable string
 	// recvLimit, when set, is the server's gRPC receive limit in bytes.
 	recvLimit int
 	// setup prepares an on-disk fault (or a ticket); the "before"
@@ -198,37 +191,12 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			err := c.run(e)
 			wantCode(t, c.op, err, c.code, c.frags...)
 			d := diffSnapshots(before, rootSnapshot(t, ts.root))
-			if c.leavesTable != "" {
-				d = e.emptyTableOnly(t, c.leavesTable, d)
-			}
 			if len(d) > 0 {
 				t.Fatalf("%s wrote to the root:\n  %s", c.op, strings.Join(d, "\n  "))
 			}
 			e.stillAnswers(t)
 		})
 	}
-}
-
-// emptyTableOnly removes from diff the files of the empty table name (its
-// first commit and CURRENT) after checking that the table is at version 1
-// without rows, and returns the rest.
-func (e *catEnv) emptyTableOnly(t *testing.T, name string, diff []string) []string {
-	t.Helper()
-	allowed := map[string]bool{
-		"created " + name + "/" + tableformat.CommitPath(1): true,
-		"created " + name + "/_timeseries_log/CURRENT":      true,
-	}
-	var rest []string
-	for _, d := range diff {
-		if !allowed[d] {
-			rest = append(rest, d)
-		}
-	}
-	got := e.mustAction(e.ctx, ActionDescribeTable, map[string]any{"table": name})
-	if got["version"] != float64(1) || got["rows"] != float64(0) {
-		t.Fatalf("table %s left behind at version %v with %v rows, want an empty table at version 1", name, got["version"], got["rows"])
-	}
-	return rest
 }
 
 // stillAnswers checks that cpu still describes at version 2 and scans to
@@ -260,9 +228,6 @@ func TestBadInputCatalogue(t *testing.T) {
 	rows := make([]catalogueRow, len(cases))
 	for i, c := range cases {
 		rows[i] = catalogueRow{category: c.category, name: c.name, client: "arrow-go Flight: " + c.op, code: c.code.String(), frags: c.frags}
-		if c.leavesTable != "" {
-			rows[i].writes = "only the empty table " + c.leavesTable + " (commit 1), as flight.md documents"
-		}
 	}
 	syncCatalogueDoc(t, "flight", catalogueSection("Arrow Flight (arrow-go client)", "F", "go test ./flightserver -run TestBadInputCatalogue", rows))
 	checkPythonCases(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // putCommand is the JSON body of a DoPut CMD descriptor.
@@ -35,7 +36,9 @@ type PutResult struct {
 // exist, with the stream's schema, so that a schema that does not fit the
 // index is refused before anything is written. Nothing is committed unless
 // the whole stream arrives and passes every check; a stream that breaks off
-// leaves no file behind (a table the command created stays, empty).
+// leaves no file behind. A CMD put checks its first batch against the
+// table it would create before creating it, so a refused first batch
+// creates nothing; a fault found later leaves the created table, empty.
 func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
@@ -59,7 +62,11 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 			return invalid("DoPut: the input stream has no rows; nothing was written")
 		}
 	}
-	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor(), rdr.Schema())
+	var first arrow.RecordBatch
+	if in.held {
+		first = in.RecordReader.RecordBatch()
+	}
+	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor(), rdr.Schema(), first)
 	if err != nil {
 		return err
 	}
@@ -76,8 +83,9 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 }
 
 // putTarget opens (or creates) the table a DoPut descriptor names; schema
-// is the stream's.
-func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema) (*tableformat.Table, error) {
+// is the stream's and first its first batch with rows (nil for PATH
+// descriptors, whose tables exist).
+func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, first arrow.RecordBatch) (*tableformat.Table, error) {
 	if desc == nil {
 		return nil, invalid("DoPut: the first message must carry a flight descriptor naming the table")
 	}
@@ -105,7 +113,7 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
 			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", quoteName(cmd.Create.Table), quoteName(cmd.Table))
 		}
-		tb, _, err := s.OpenOrCreate(ctx, cmd.Table, cmd.Create, schema)
+		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first)
 		return tb, err
 	}
 	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
@@ -167,6 +175,16 @@ func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.R
 // spec is checked even when the table exists, so that a bad spec fails the
 // same way every time. created reports whether this call created it.
 func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (tb *tableformat.Table, created bool, err error) {
+	return s.openOrCreate(ctx, name, spec, schema, nil)
+}
+
+// openOrCreate is OpenOrCreate that, when it is about to create the table
+// and first is not nil, first rehearses appending first to the table it
+// would create, in memory: rows the new table would refuse (nulls in a
+// key, a duplicate interval, a type it cannot store) are refused before
+// anything exists on disk. Faults in later batches of the stream still
+// leave the created table, empty.
+func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema, first arrow.RecordBatch) (tb *tableformat.Table, created bool, err error) {
 	if err := ValidateTableName(name); err != nil {
 		return nil, false, err
 	}
@@ -183,10 +201,31 @@ func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec
 	if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
 		return nil, false, Status(err)
 	}
+	if first != nil {
+		if err := s.rehearse(ctx, co, first); err != nil {
+			return nil, false, err
+		}
+	}
 	tb, err = s.catalog.create(ctx, name, co)
 	if isAlreadyExists(err) { // created concurrently: use it
 		tb, err = s.Table(ctx, name)
 		return tb, false, err
 	}
 	return tb, err == nil, err
+}
+
+// rehearse creates a table as co in memory and appends rec to it,
+// returning the append's error as a status.
+func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, rec arrow.RecordBatch) error {
+	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.catalog.opts)
+	if err != nil {
+		return Status(err)
+	}
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return invalid("DoPut: %v", err)
+	}
+	defer rdr.Release()
+	_, err = s.Append(ctx, tb, rdr)
+	return err
 }
