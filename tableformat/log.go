@@ -145,11 +145,12 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 	return st, rolled, nil
 }
 
-// replayTo rebuilds the state at version v from commit 1; every commit up
-// to v must exist and be valid.
-func (l *logStore) replayTo(ctx context.Context, v uint64) (*State, error) {
-	var st *State
-	for n := uint64(1); n <= v; n++ {
+// replayTo rebuilds the state at version v from base (an older snapshot,
+// or nil to start from commit 1); every commit after base up to v must
+// exist and be valid.
+func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State, error) {
+	st := base
+	for n := st.versionOrZero() + 1; n <= v; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -128,6 +129,9 @@ func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st != t.state {
+		t.remember(t.state)
+	}
 	t.state = st
 	if rolled > 0 && !t.opts.ReadOnly {
 		if err := t.log.publishCurrent(st.Version); err != nil {
@@ -192,6 +196,7 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 		}
 		return 0, err
 	}
+	t.remember(t.state)
 	t.state = next
 	return v, nil
 }
@@ -214,15 +219,50 @@ func (t *Table) StateAt(ctx context.Context, v uint64) (*State, error) {
 	if ok {
 		return st, nil
 	}
-	st, err := t.log.replayTo(ctx, v)
+	st, err := t.log.replayTo(ctx, t.nearestPast(v), v)
 	if err != nil {
 		return nil, err
 	}
+	t.remember(st)
+	return st, nil
+}
+
+// pastStates bounds the snapshots a handle keeps for pinned reads.
+const pastStates = 16
+
+// remember keeps st for StateAt. The handle remembers each snapshot it
+// moves on from, because that is the version scans planned a moment ago
+// are pinned to, and each one StateAt rebuilt; when full, the oldest
+// version kept is dropped.
+func (t *Table) remember(st *State) {
+	if st == nil {
+		return
+	}
 	t.pastMu.Lock()
 	defer t.pastMu.Unlock()
-	if t.past == nil || len(t.past) >= 8 {
+	if t.past == nil {
 		t.past = map[uint64]*State{}
 	}
-	t.past[v] = st
-	return st, nil
+	if _, ok := t.past[st.Version]; !ok && len(t.past) >= pastStates {
+		oldest := uint64(math.MaxUint64)
+		for v := range t.past {
+			oldest = min(oldest, v)
+		}
+		delete(t.past, oldest)
+	}
+	t.past[st.Version] = st
+}
+
+// nearestPast returns the newest remembered snapshot older than v (nil
+// when none is), from which StateAt replays forward.
+func (t *Table) nearestPast(v uint64) *State {
+	t.pastMu.Lock()
+	defer t.pastMu.Unlock()
+	var best *State
+	for pv, st := range t.past {
+		if pv < v && (best == nil || pv > best.Version) {
+			best = st
+		}
+	}
+	return best
 }

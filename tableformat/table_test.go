@@ -3,6 +3,7 @@ package tableformat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -161,5 +162,49 @@ func TestStateAt(t *testing.T) {
 		if _, err := tb.StateAt(ctx, v); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("StateAt(%d): %v, want ErrNotFound", v, err)
 		}
+	}
+}
+
+// TestStateAtReadsLittle: the snapshots a handle moved on from are kept
+// for pinned reads, and an older version replays forward from the nearest
+// kept snapshot, not from commit 1.
+func TestStateAtReadsLittle(t *testing.T) {
+	ctx := context.Background()
+	ffs := storage.NewFaultFS(storage.NewMem())
+	tb := mustCreate(t, ffs)
+	if _, err := tb.Commit(ctx, 1, adoptSchema(tb.State())); err != nil {
+		t.Fatal(err)
+	}
+	const last = 2 + 3*pastStates
+	for v := uint64(2); v < last; v++ {
+		if _, err := tb.Commit(ctx, v, marker(fmt.Sprint("m", v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func(v uint64) int {
+		t.Helper()
+		ffs.Reset()
+		st, err := tb.StateAt(ctx, v)
+		if err != nil || st.Version != v {
+			t.Fatalf("StateAt(%d): %v, %v", v, st, err)
+		}
+		return ffs.CountOps(storage.OpReadFile)
+	}
+	// The versions the handle moved on from most recently are kept.
+	for v := uint64(last - pastStates); v < last; v++ {
+		if n := reads(v); n != 0 {
+			t.Fatalf("StateAt(%d), a version the handle just held, read %d files", v, n)
+		}
+	}
+	// An old version replays every commit up to it once; the next one
+	// after it replays a single commit from there.
+	if n := reads(10); n != 10 {
+		t.Fatalf("StateAt(10) read %d files, want the 10 commits", n)
+	}
+	if n := reads(11); n != 1 {
+		t.Fatalf("StateAt(11) after StateAt(10) read %d files, want 1", n)
+	}
+	if n := reads(11); n != 0 {
+		t.Fatalf("StateAt(11) again read %d files, want 0", n)
 	}
 }
