@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -365,6 +366,19 @@ func must[T any](v T, err error) T {
 // ---------------------------------------------------------------------------
 // (c) Decoding untrusted bytes.
 
+// decodeAllocBound is what Decode may allocate for len(data) input bytes:
+// a small multiple of the input plus a fixed allowance (see Decode's doc:
+// 8 KiB per bitmap container, each of which takes 8 KiB of input).
+func decodeAllocBound(n int) uint64 { return 64*uint64(n) + 256<<10 }
+
+// FuzzDecode reads untrusted sidecar bytes in both encodings (the entity
+// flag picks TSTECOV2 or the global RoaringTreemap; segment sidecars and
+// table snapshots share them). No input panics; every refusal is
+// ErrMalformed; Decode allocates within decodeAllocBound of its input; an
+// accepted set answers consistently (Cardinality = Stats over the whole id
+// space), re-encodes to bytes that decode to an equal set, and encodes
+// stably; the canonical bytes are a fixed point (they decode and encode to
+// themselves).
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "reference", "tables", "*", "_coverage", "*", "*.roar"))
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "*", "*.roar"))
@@ -376,13 +390,30 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(roaringZero, false)
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3b, 0x30, 0, 0, 1, 0, 0, 3, 0, 2, 0, 1, 0, 1, 0, 10, 0, 1, 0}, false)
+	// One partition, one run container of all 65536 values: 27 bytes that
+	// the global encoding writes back as an 8 KiB bitmap container.
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3b, 0x30, 0, 0, 1, 0, 0, 0xff, 0xff, 1, 0, 0, 0, 0xff, 0xff}, false)
+	f.Add([]byte(entityMagic+"\x00\x00\x00\x00"), true)
 	f.Fuzz(func(t *testing.T, data []byte, entity bool) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
 		s, err := Decode(data, entity)
+		runtime.ReadMemStats(&m1)
+		if got := m1.TotalAlloc - m0.TotalAlloc; got > decodeAllocBound(len(data)) {
+			t.Fatalf("Decode of %d bytes allocated %d bytes (bound %d)", len(data), got, decodeAllocBound(len(data)))
+		}
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error %v is not ErrMalformed", err)
+			if s != nil || !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v is not ErrMalformed (set %v)", err, s != nil)
 			}
 			return
+		}
+		if s.IsEntity() != entity {
+			t.Fatalf("decoded entity=%v, asked for %v", s.IsEntity(), entity)
+		}
+		st, err := s.Stats(Range{0, math.MaxUint64})
+		if err != nil || st.Covered != s.Cardinality() {
+			t.Fatalf("Stats over everything = %+v, %v; Cardinality %d", st, err, s.Cardinality())
 		}
 		enc, err := s.Encode()
 		if err != nil {
@@ -392,7 +423,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded bytes do not decode: %v", err)
 		}
-		if !back.Equal(s) {
+		if !back.Equal(s) || back.Cardinality() != s.Cardinality() || back.Len() != s.Len() {
 			t.Fatal("re-encoded bytes decode to a different set")
 		}
 		if again, _ := back.Encode(); !bytes.Equal(again, enc) {
