@@ -313,3 +313,52 @@ func batchBytesOf(rec arrow.RecordBatch) int64 {
 	}
 	return n
 }
+
+// TestStalledReaderDoesNotBlockOtherScans: a client that stops reading
+// holds no decode slot while the server waits for it, so other clients'
+// scans run (here with a single slot for the whole server).
+func TestStalledReaderDoesNotBlockOtherScans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 600,000 rows")
+	}
+	ts := startServer(t, func(o *Options) { o.ScanSlots = 1; o.MaxEndpoints = 1 })
+	ctx := ctxT(t)
+	loadBig(t, ts, "big", 4, 1500, 100, 500)
+	ts.createTSBS(ctx, "small")
+	ts.mustPut(ctx, pathDesc("small"), genRows(t0, 30, 2), 60, 2)
+
+	stall, stop := context.WithCancel(ctx)
+	defer stop()
+	stream, err := ts.client.DoGet(stall, ts.info(ctx, pathDesc("big")).Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	time.Sleep(300 * time.Millisecond) // the big scan now waits for its reader
+
+	for i := range 3 {
+		short, cancel := context.WithTimeout(ctx, 10*time.Second)
+		got, err := ts.fetchAll(short, ts.info(short, pathDesc("small")))
+		cancel()
+		if err != nil {
+			t.Fatalf("scan %d of another table while a reader is stalled: %v", i, err)
+		}
+		if len(got.rows) != 60 {
+			t.Fatalf("scan %d: %d rows, want 60", i, len(got.rows))
+		}
+	}
+	stop()
+	for rdr.Next() {
+	}
+	wantCode(t, "the stalled reader, cancelled", rdr.Err(), codes.Canceled)
+	if !waitFor(5*time.Second, func() bool { return ts.srvMem.CurrentAlloc() == 0 }) {
+		t.Fatalf("server still holds %d bytes 5 s after the stalled reader was cancelled", ts.srvMem.CurrentAlloc())
+	}
+}

@@ -194,8 +194,10 @@ func (r *scanRun) firstErr() error {
 }
 
 // emit sends a finished batch to the reader, or releases it when the scan
-// was stopped.
-func (r *scanRun) emit(rec arrow.RecordBatch) error {
+// was stopped. A worker that must wait for the reader gives its decode
+// slot (nil: it holds none) back while it waits, so that a slow or
+// stalled reader never keeps other scans from decoding.
+func (r *scanRun) emit(rec arrow.RecordBatch, slot *decodeSlot) error {
 	select {
 	case <-r.ctx.Done():
 		rec.Release()
@@ -208,10 +210,51 @@ func (r *scanRun) emit(rec arrow.RecordBatch) error {
 		r.stats.batchesOut.Add(1)
 		r.stats.rowsOut.Add(rows)
 		return nil
+	default:
+	}
+	slot.release()
+	select {
+	case r.out <- rec:
+		r.stats.batchesOut.Add(1)
+		r.stats.rowsOut.Add(rows)
 	case <-r.ctx.Done():
 		rec.Release()
 		return r.ctx.Err()
 	}
+	return slot.acquire(r.ctx)
+}
+
+// decodeSlot is one worker's claim on the shared decode semaphore
+// (ScanOptions.Slots; a nil channel means no limit). Methods on a nil
+// *decodeSlot do nothing.
+type decodeSlot struct {
+	ch   chan struct{}
+	held bool
+}
+
+func (d *decodeSlot) acquire(ctx context.Context) error {
+	if d == nil || d.held {
+		return nil
+	}
+	if d.ch != nil {
+		select {
+		case d.ch <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d.held = true
+	return nil
+}
+
+func (d *decodeSlot) release() {
+	if d == nil || !d.held {
+		return
+	}
+	if d.ch != nil {
+		<-d.ch
+	}
+	d.held = false
 }
 
 // worker claims segments one at a time and reads them, gathering partial
@@ -220,6 +263,8 @@ func (r *scanRun) worker() {
 	defer r.wg.Done()
 	acc := newScanCoalescer(r.plan.output, r.plan.batchRows, r.plan.alloc)
 	defer acc.release()
+	slot := &decodeSlot{ch: r.plan.slots}
+	defer slot.release()
 	err := func() (err error) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -234,23 +279,17 @@ func (r *scanRun) worker() {
 			if i >= len(r.plan.segments) {
 				break
 			}
-			if slots := r.plan.slots; slots != nil {
-				select {
-				case slots <- struct{}{}:
-				case <-r.ctx.Done():
-					return r.ctx.Err()
-				}
+			if err := slot.acquire(r.ctx); err != nil {
+				return err
 			}
-			err := r.readSegment(&r.plan.segments[i], acc)
-			if slots := r.plan.slots; slots != nil {
-				<-slots
-			}
+			err := r.readSegment(&r.plan.segments[i], acc, slot)
+			slot.release()
 			if err != nil {
 				return err
 			}
 		}
 		if acc.rows > 0 {
-			return r.emit(acc.flush())
+			return r.emit(acc.flush(), nil)
 		}
 		return nil
 	}()

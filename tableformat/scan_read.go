@@ -101,7 +101,8 @@ type scanSegmentColumn struct {
 }
 
 // readSegment streams the matching rows of seg into acc.
-func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) {
+func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decodeSlot) (err error) {
+	emit := func(rec arrow.RecordBatch) error { return r.emit(rec, slot) }
 	p := r.plan
 	f, err := r.fs.Open(seg.Path)
 	if err != nil {
@@ -323,11 +324,11 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer) (err error) 
 				// Every row matches: hand the decoded arrays on as they are.
 				out := array.NewRecordBatch(p.output, outCols, int64(n))
 				r.stats.passThrough.Add(1)
-				if err := r.emit(out); err != nil {
+				if err := emit(out); err != nil {
 					release()
 					return err
 				}
-			} else if err := acc.add(outCols, sel.runs, r.emit); err != nil {
+			} else if err := acc.add(outCols, sel.runs, emit); err != nil {
 				release()
 				return err
 			}
