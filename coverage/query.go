@@ -207,7 +207,7 @@ func (v View) runEnd(it roaring64.IntPeekable64, first, limit uint64) uint64 {
 		}
 		lo = cand
 	}
-	for hi > lo+1 {
+	for hi > lo && hi-lo > 1 { // not hi > lo+1: lo may be math.MaxUint64
 		mid := lo + (hi-lo)/2
 		if full(mid) {
 			lo = mid
@@ -301,7 +301,7 @@ func (v View) runStart(last, rank uint64) uint64 {
 		}
 		hi = cand
 	}
-	for hi > lo+1 {
+	for hi > lo && hi-lo > 1 { // not hi > lo+1: lo may be math.MaxUint64
 		mid := lo + (hi-lo)/2
 		if full(mid) {
 			hi = mid
