@@ -5,6 +5,7 @@ package flightserver
 
 import (
 	"encoding/json"
+	"github.com/tsflight/tsflight/tableformat"
 	"os"
 	"path/filepath"
 	"sort"
@@ -73,12 +74,12 @@ func TestVacuumAction(t *testing.T) {
 		return res
 	}
 
-	// Default: a dry run with an hour's retention keeps the young files.
+	// Default: a dry run with 7 days' retention keeps the young files.
 	res := run(map[string]any{"table": "cpu"})
 	if res.Applied || res.Totals.Removable != 0 || res.Version != 2 || res.Table != "cpu" || res.Totals.Files != 7 || res.Totals.Referenced != 3 {
 		t.Fatalf("default dry run: %+v", res)
 	}
-	if cut, err := time.Parse(time.RFC3339Nano, res.OlderThan); err != nil || time.Since(cut) < 59*time.Minute || time.Since(cut) > 61*time.Minute {
+	if cut, err := time.Parse(time.RFC3339Nano, res.OlderThan); err != nil || time.Since(cut) < tableformat.DefaultVacuumRetention-time.Minute || time.Since(cut) > tableformat.DefaultVacuumRetention+time.Minute {
 		t.Fatalf("default older_than %q (%v)", res.OlderThan, err)
 	}
 	for _, a := range res.Artifacts {
@@ -107,7 +108,7 @@ func TestVacuumAction(t *testing.T) {
 	}
 
 	// Files older than the default retention go without a cutoff.
-	old := time.Now().Add(-2 * time.Hour)
+	old := time.Now().Add(-tableformat.DefaultVacuumRetention - time.Hour)
 	for _, p := range stray[:2] {
 		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(p)), old, old); err != nil {
 			t.Fatal(err)

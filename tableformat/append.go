@@ -133,6 +133,9 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 		if h := testHookBeforeCommit; h != nil && retry == 0 {
 			h()
 		}
+		if err := a.checkFiles(); err != nil {
+			return nil, err
+		}
 		v, err := t.commitAt(ctx, st, actions)
 		if err == nil {
 			a.committed = true

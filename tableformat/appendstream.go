@@ -313,6 +313,22 @@ func (a *appendAttempt) dropTableCoverage() {
 	}
 }
 
+// checkFiles makes sure the attempt's files still exist just before it
+// commits: a commit must never name a file that is gone (a vacuum run with
+// a cutoff younger than this append could have taken it). The append then
+// fails, retryable, and commits nothing.
+func (a *appendAttempt) checkFiles() error {
+	for _, p := range []string{a.segPath, a.segCovPath, a.tblCovPath} {
+		if p == "" {
+			continue
+		}
+		if _, err := a.t.fs.Stat(p); err != nil {
+			return storageErr("the append's file "+p+" disappeared before its commit (was a vacuum run with a cutoff younger than the append?); nothing was committed", err)
+		}
+	}
+	return nil
+}
+
 // cleanup removes every file of an attempt that did not commit.
 func (a *appendAttempt) cleanup() {
 	if a.committed {

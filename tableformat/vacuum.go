@@ -5,6 +5,7 @@
 package tableformat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +21,15 @@ import (
 )
 
 // DefaultVacuumRetention is how old an unreferenced file must be before
-// Vacuum removes it when no cutoff is given. A running writer creates its
-// segment and sidecars before it commits them, so a younger unreferenced
-// file may belong to an append still in progress, in this process or
-// another: the retention must exceed the longest append. One hour is far
-// beyond any append tsflight makes.
-const DefaultVacuumRetention = time.Hour
+// Vacuum removes it when no cutoff is given: 7 days, as Delta Lake's
+// default. A running writer creates its segment and sidecars before it
+// commits them, and a file's time is that of its last write, so a younger
+// unreferenced file may belong to an append still in progress, in this
+// process or another: the retention must exceed the longest append,
+// pauses included (a tsflight server ends a call after --request-timeout,
+// 1 hour by default; library writers have no such bound). As a last guard
+// an append checks that its files still exist just before it commits.
+const DefaultVacuumRetention = 7 * 24 * time.Hour
 
 // VacuumOptions tune one [Table.Vacuum]. Use [DefaultVacuumOptions].
 type VacuumOptions struct {
@@ -188,9 +193,19 @@ func (t *Table) Vacuum(ctx context.Context, opts *VacuumOptions) (*VacuumReport,
 	if err != nil {
 		return nil, err
 	}
+	// Commit files the replay did not reach (above the newest valid one)
+	// and set-aside ones may name files too: a file whose path appears in
+	// their bytes is kept.
+	unreplayed, err := t.unreplayedLogBytes(version)
+	if err != nil {
+		return nil, err
+	}
 	rep := &VacuumReport{Version: version, OlderThan: cutoff, Applied: opts.Apply}
 	for _, f := range files {
 		a := VacuumArtifact{Path: f.path, Size: f.info.Size, ModTime: f.info.ModTime, Kind: vacuumKind(f.path), Disposition: VacuumRetained}
+		if !refs[f.path] && bytes.Contains(unreplayed, []byte(f.path)) {
+			refs[f.path] = true
+		}
 		switch {
 		case refs[f.path]:
 			a.Reason = VacuumReferenced
@@ -316,6 +331,47 @@ func (t *Table) vacuumReferences(ctx context.Context, from uint64, refs map[stri
 		}
 	}
 	return st.Version, refs, nil
+}
+
+// unreplayedLogBytes returns the contents of the commit files above
+// version (which a replay could not apply: torn, or from a newer writer)
+// and of the files set aside in _timeseries_log/_orphaned, concatenated.
+func (t *Table) unreplayedLogBytes(version uint64) ([]byte, error) {
+	var out []byte
+	for _, dir := range []string{LogDir, orphanDir} {
+		names, err := t.fs.List(dir)
+		if storage.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, storageErr("vacuum: list "+dir, err)
+		}
+		for _, n := range names {
+			p := path.Join(dir, n)
+			if dir == LogDir {
+				m := reCommitFile.FindString(p)
+				if m == "" {
+					continue
+				}
+				v, err := strconv.ParseUint(strings.TrimSuffix(path.Base(p), ".json"), 10, 64)
+				if err != nil || v <= version {
+					continue
+				}
+			}
+			data, err := t.fs.ReadFile(p)
+			if storage.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				if info, serr := t.fs.Stat(p); serr == nil && info.IsDir {
+					continue
+				}
+				return nil, storageErr("vacuum: read "+p, err)
+			}
+			out = append(append(out, data...), '\n')
+		}
+	}
+	return out, nil
 }
 
 // referencedStrings adds every JSON string of commit v to refs.

@@ -158,7 +158,7 @@ func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 		}
 	}
 	if d := time.Since(rep.OlderThan) - DefaultVacuumRetention; d < 0 || d > time.Minute {
-		t.Fatalf("default cutoff %s is not an hour ago", rep.OlderThan)
+		t.Fatalf("default cutoff %s is not DefaultVacuumRetention ago", rep.OlderThan)
 	}
 
 	// Cutoff now: exactly the stray files.

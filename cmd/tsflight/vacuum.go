@@ -25,9 +25,10 @@ crash). Only files of the shapes writers create, and modified before
 a dry run unless --apply is given.
 
 --older-than is an RFC 3339 time or a duration back from now (2h, 30m);
-the default is an hour ago, which keeps the files of appends still in
-progress safe. Use a shorter one (even 0s) only when nothing writes to the
-table. The table format lists the files that are not referenced by
+the default is 7 days ago, which keeps the files of appends still in
+progress safe (an append may run as long as the server's --request-timeout,
+and a library writer longer). Use a shorter one (even 0s) only when nothing
+writes to the table. The table format lists the files that are not referenced by
 commits; csv and json list them all.
 
 Example:
