@@ -66,6 +66,7 @@ type Limits struct {
 	// RequestTimeout is the deadline of a call whose client set none or a
 	// later one (0 = DefaultRequestTimeout; negative = none). A call past
 	// it ends with DeadlineExceeded; an append cut short commits nothing.
+	// It also ages connections out (see Gate.ServerOptions).
 	RequestTimeout time.Duration
 	// KeepaliveTime and KeepaliveTimeout: a silent connection is pinged
 	// after KeepaliveTime and closed, cancelling its calls, when the ping
@@ -160,7 +161,8 @@ func (g *Gate) InFlight() int64 { return g.inFlight.Load() }
 func (g *Gate) Refused() int64  { return g.refused.Load() }
 
 // ServerOptions returns the gRPC options that carry the limits: message
-// sizes, streams per connection, keepalive, and the per-call deadline
+// sizes, streams per connection, keepalive and connection age, and the
+// per-call deadline
 // (applied before the call's handler and its reads start, so that a read
 // blocked on a silent client ends at the deadline too).
 func (g *Gate) ServerOptions() []grpc.ServerOption {
@@ -168,7 +170,7 @@ func (g *Gate) ServerOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(g.l.MaxRecvMsgSize + MsgHeaderAllowance),
 		grpc.MaxSendMsgSize(g.l.MaxSendMsgSize + MsgHeaderAllowance),
 		grpc.MaxConcurrentStreams(g.l.MaxStreamsPerConn),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: g.l.KeepaliveTime, Timeout: g.l.KeepaliveTimeout}),
+		grpc.KeepaliveParams(g.keepalive()),
 		// Clients may ping as often as every 10 s (gRPC's default refuses
 		// pings more often than every 5 minutes with GOAWAY).
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
@@ -177,6 +179,22 @@ func (g *Gate) ServerOptions() []grpc.ServerOption {
 		opts = append(opts, grpc.InTapHandle(g.deadline))
 	}
 	return opts
+}
+
+// keepalive returns the server's keepalive parameters. With a request
+// timeout, connections also age out: after twice the timeout a connection
+// is told to go away (clients reconnect for new calls) and after another
+// timeout it is closed. That bounds in time what a call ended by the
+// deadline still holds in the transport: gRPC writes its status behind
+// the data a stalled client has not read, so without the close such a
+// stream (about two batches) would stay until the client read or left.
+func (g *Gate) keepalive() keepalive.ServerParameters {
+	kp := keepalive.ServerParameters{Time: g.l.KeepaliveTime, Timeout: g.l.KeepaliveTimeout}
+	if g.l.RequestTimeout > 0 {
+		kp.MaxConnectionAge = 2 * g.l.RequestTimeout
+		kp.MaxConnectionAgeGrace = g.l.RequestTimeout
+	}
+	return kp
 }
 
 // deadline gives a new call the server's deadline unless the client's is

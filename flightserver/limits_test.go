@@ -93,7 +93,7 @@ func tableFiles(t *testing.T, dir string) []string {
 // at the server's request timeout with DeadlineExceeded,
 // commits nothing and leaves no file; the gate counts it out.
 func TestRequestTimeoutEndsStalledPut(t *testing.T) {
-	gate := newGate(t, &Limits{RequestTimeout: 300 * time.Millisecond})
+	gate := newGate(t, &Limits{RequestTimeout: 2 * time.Second})
 	ts := startGatedServer(t, nil, gate)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
@@ -103,8 +103,8 @@ func TestRequestTimeoutEndsStalledPut(t *testing.T) {
 	_, err := stream.Recv()
 	took := time.Since(start)
 	wantCode(t, "a silent DoPut", err, codes.DeadlineExceeded, "deadline exceeded")
-	if took > 5*time.Second {
-		t.Fatalf("the stalled DoPut ended after %s, want about 300ms", took)
+	if took > 10*time.Second {
+		t.Fatalf("the stalled DoPut ended after %s, want about 2s", took)
 	}
 	desc := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"})
 	if desc["version"] != float64(1) {
@@ -211,27 +211,26 @@ func TestStreamsPerConnQueues(t *testing.T) {
 
 // TestSlowReaderHoldsBoundedMemory: a client that reads one batch of a
 // large scan and stops makes the server hold a few batches, not the scan:
-// the server's buffers stop growing while the client is silent, stay far
-// below the table's size, and are all freed when the request timeout ends
-// the call.
+// the server's buffers stop growing while the client is silent and stay
+// far below the table's size; the request timeout ends the call, and every
+// buffer is freed.
 func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads a million rows")
 	}
-	gate := newGate(t, &Limits{RequestTimeout: 3 * time.Second})
-	ts := startGatedServer(t, func(o *Options) { o.MaxEndpoints = 1 }, gate)
+	// The table is written and read whole through a server without limits
+	// (under -race on a loaded machine that takes a while), then served by
+	// a gated one on the same root.
+	plain := startServer(t, func(o *Options) { o.MaxEndpoints = 1 })
 	ctx := ctxT(t)
 	// 8 segments of 150,000 rows (1,500 steps × 100 hosts).
-	total := loadBig(t, ts, "big", 8, 1500, 100, 500)
-
-	// The whole table as Arrow batches: read it once.
-	info := ts.info(ctx, pathDesc("big"))
+	total := loadBig(t, plain, "big", 8, 1500, 100, 500)
 	var tableBytes, rows int64
-	full, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
+	full, err := plain.client.DoGet(ctx, plain.info(ctx, pathDesc("big")).Endpoint[0].Ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	frdr, err := flight.NewRecordReader(full, ipc.WithAllocator(ts.cliMem))
+	frdr, err := flight.NewRecordReader(full, ipc.WithAllocator(plain.cliMem))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +246,11 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 		t.Fatalf("read %d rows, want %d", rows, total)
 	}
 
+	const timeout = 2 * time.Second
+	gate := newGate(t, &Limits{RequestTimeout: timeout})
+	ts := startGatedServer(t, func(o *Options) { o.Root = plain.root; o.MaxEndpoints = 1 }, gate)
+	info := ts.info(ctx, pathDesc("big"))
 	base := settledGoroutines()
-	start := time.Now()
 	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
 	if err != nil {
 		t.Fatal(err)
@@ -257,17 +259,28 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rdr.Release()
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())
 	}
 	batchBytes := batchBytesOf(rdr.RecordBatch())
-	// The client now reads nothing. Let the server fill what flow control
-	// allows, then watch it for a second.
-	time.Sleep(500 * time.Millisecond)
-	settled := int64(ts.srvMem.CurrentAlloc())
+	// The client now reads nothing. Wait until the server has sent what
+	// flow control allows (its buffers stop changing), then watch them.
+	held := func() int64 { return int64(ts.srvMem.CurrentAlloc()) }
+	settled, still := held(), 0
+	for range 300 {
+		time.Sleep(10 * time.Millisecond)
+		if now := held(); now == settled {
+			if still++; still == 20 {
+				break
+			}
+		} else {
+			settled, still = now, 0
+		}
+	}
 	var peak int64
-	for range 100 {
-		peak = max(peak, int64(ts.srvMem.CurrentAlloc()))
+	for range 50 {
+		peak = max(peak, held())
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("table %d MiB as Arrow; one batch %.1f MiB; a stalled stream holds %.1f MiB (peak %.1f MiB)",
@@ -279,18 +292,24 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 		t.Fatalf("a stalled stream holds %d bytes, more than a quarter of the table's %d", peak, tableBytes)
 	}
 
-	// The request timeout ends the stalled call and frees everything; the
-	// client reads what was in flight, then the status.
-	time.Sleep(time.Until(start.Add(3500 * time.Millisecond)))
+	// The deadline ends the call: the handler returns and its goroutines
+	// end at once; what gRPC still queues for the client (its status sits
+	// behind the unread batches) is freed when the client reads, here, or
+	// when the connection ages out (2× the timeout plus one timeout of
+	// grace; those buffers are then left to the garbage collector, which
+	// a checked allocator cannot see).
+	start := time.Now()
+	if !waitFor(timeout+5*time.Second, func() bool { return gate.InFlight() == 0 }) {
+		t.Fatalf("%d calls in flight %s after the DoGet began, with a request timeout of %s", gate.InFlight(), time.Since(start), timeout)
+	}
 	for rdr.Next() {
 	}
 	wantCode(t, "a stalled DoGet past the request timeout", rdr.Err(), codes.DeadlineExceeded)
-	rdr.Release()
-	if !waitFor(5*time.Second, func() bool { return ts.srvMem.CurrentAlloc() == 0 }) {
-		t.Fatalf("server still holds %d bytes after the request timeout", ts.srvMem.CurrentAlloc())
+	if !waitFor(5*time.Second, func() bool { return held() == 0 }) {
+		t.Fatalf("server still holds %d bytes after the request timeout", held())
 	}
-	if !waitFor(5*time.Second, func() bool { return gate.InFlight() == 0 && runtime.NumGoroutine() <= base }) {
-		t.Fatalf("%d calls in flight, %d goroutines (%d before) after the request timeout", gate.InFlight(), runtime.NumGoroutine(), base)
+	if !waitFor(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
+		t.Fatalf("%d goroutines (%d before) after the request timeout", runtime.NumGoroutine(), base)
 	}
 }
 

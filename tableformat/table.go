@@ -202,9 +202,11 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 }
 
 // StateAt returns the snapshot at version v, which must not be newer than
-// the handle's (refresh first to read newer versions). Older snapshots are
-// rebuilt by replaying the log from the start and kept in a small cache;
-// scans planned on one version stay on it while the table moves on.
+// the handle's (refresh first to read newer versions). The handle keeps
+// the snapshots it moved on from and those StateAt rebuilt (pastStates of
+// them); any other is rebuilt by replaying the log forward from the
+// nearest older one kept (or from the start). Scans planned on one version
+// stay on it while the table moves on.
 func (t *Table) StateAt(ctx context.Context, v uint64) (*State, error) {
 	cur := t.State()
 	if cur != nil && cur.Version == v {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,16 @@ func TestStateAtReadsLittle(t *testing.T) {
 		if err != nil || st.Version != v {
 			t.Fatalf("StateAt(%d): %v, %v", v, st, err)
 		}
-		return ffs.CountOps(storage.OpReadFile)
+		n := ffs.CountOps(storage.OpReadFile)
+		// The snapshot equals one replayed from commit 1.
+		want, err := tb.log.replayTo(ctx, nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(st, want) {
+			t.Fatalf("StateAt(%d) = %+v, want the replayed %+v", v, st, want)
+		}
+		return n
 	}
 	// The versions the handle moved on from most recently are kept.
 	for v := uint64(last - pastStates); v < last; v++ {
