@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -31,7 +33,9 @@ type AppendOptions struct {
 	// this many bytes (128 MiB by default; 0 means no byte limit).
 	MaxBytesPerRowGroup int64
 	// MaxRetries bounds how often a commit that lost a race to another
-	// writer is rebased and retried (16 by default; 0 means never retry).
+	// writer is rebased and retried (64 by default; 0 means never retry).
+	// Retries wait a short random backoff that grows with each loss, so
+	// that writers racing in step spread out.
 	MaxRetries int
 	// Alloc allocates the Arrow buffers of normalized batches and the
 	// Parquet writer's buffers. nil means the package's recycling pool
@@ -47,7 +51,7 @@ func DefaultAppendOptions() *AppendOptions {
 		Compression:         compress.Codecs.Zstd,
 		MaxRowsPerRowGroup:  1 << 20,
 		MaxBytesPerRowGroup: 128 << 20,
-		MaxRetries:          16,
+		MaxRetries:          64,
 	}
 }
 
@@ -145,7 +149,13 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 			a.committed = true // keep every file: the commit may exist
 			return nil, fmt.Errorf("%w (segment %s was kept; reopen the table to see whether it was committed)", err, seg.Path)
 		}
-		if !errors.Is(err, ErrConflict) || retry >= opts.MaxRetries {
+		if !errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+		if retry >= opts.MaxRetries {
+			return nil, fmt.Errorf("%w (the append gave up after %d retries: other writers kept committing first; nothing was committed)", err, retry)
+		}
+		if err := retryBackoff(ctx, retry); err != nil {
 			return nil, err
 		}
 		// Another writer won this version: rebase on its commit.
@@ -167,6 +177,21 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 				adopted = nil // the other writer's commit carries the same schema
 			}
 		}
+	}
+}
+
+// retryBackoff waits before retry number retry+1 of a commit that lost a
+// race: a random time up to 1 ms × 2^retry, at most 64 ms, or until ctx
+// ends.
+func retryBackoff(ctx context.Context, retry int) error {
+	limit := time.Millisecond << min(retry, 6)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // TestAppendRefusesToCommitMissingFiles: when one of an append's files is
@@ -110,4 +112,42 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestAppendGivesUpAfterMaxRetries: an append that keeps losing the commit
+// race gives up after MaxRetries with ErrConflict saying so, and commits
+// nothing.
+func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "h1", 1}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(e.ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookBeforeCommit = func() {
+		testHookBeforeCommit = nil
+		rdr := readerOf(t, inSchema(), inBatch(e.mem, row{100, "h2", 1}))
+		defer rdr.Release()
+		if _, err := other.Append(e.ctx, rdr, e.opts()); err != nil {
+			t.Errorf("other append: %v", err)
+		}
+	}
+	rdr := readerOf(t, inSchema(), inBatch(e.mem, row{200, "h3", 1}))
+	defer rdr.Release()
+	o := e.opts()
+	o.MaxRetries = 0
+	_, err = e.tb.Append(e.ctx, rdr, o)
+	testHookBeforeCommit = nil
+	if !errors.Is(err, ErrConflict) || !containsAll(err.Error(), "gave up after 0 retries", "nothing was committed") {
+		t.Fatalf("append that lost its only try: %v, want ErrConflict saying it gave up", err)
+	}
+	st, err := e.tb.Refresh(e.ctx)
+	if err != nil || st.Version != 3 || len(st.Segments) != 2 {
+		t.Fatalf("after the give-up: %+v %v, want version 3 with the other writer's 2 segments", st, err)
+	}
+	if d := DefaultAppendOptions().MaxRetries; d != 64 {
+		t.Fatalf("default MaxRetries %d, want 64", d)
+	}
 }
