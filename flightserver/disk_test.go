@@ -41,6 +41,24 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// changedFiles lists the paths created, removed or changed between two
+// snapshots, sorted.
+func changedFiles(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
 	for p, h := range after {

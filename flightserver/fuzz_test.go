@@ -141,41 +141,6 @@ func (s *fuzzServer) get(t *testing.T) *fuzzEnv {
 	return s.env
 }
 
-// snapshot maps every file under the root to its size and content.
-func (e *fuzzEnv) snapshot(t *testing.T) map[string]string {
-	out := map[string]string{}
-	err := filepath.WalkDir(e.ts.root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(e.ts.root, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// diffFiles lists the paths whose content differs between two snapshots.
-func diffFiles(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // tablesOf lists the table directories the paths are in.
 func tablesOf(paths []string) []string {
 	var out []string
@@ -295,7 +260,7 @@ func FuzzTicket(f *testing.F) {
 		if derr != nil && status.Code(derr) != codes.InvalidArgument {
 			t.Fatalf("decodeTicket: %v, want InvalidArgument", derr)
 		}
-		before := e.snapshot(t)
+		before := snapshot(t, e.ts.root)
 		got, err := e.ts.doGet(fuzzCtx(t), &flight.Ticket{Ticket: tk})
 		if err != nil {
 			code := checkCode(t, "DoGet", err)
@@ -308,7 +273,7 @@ func FuzzTicket(f *testing.F) {
 			}
 			e.checkRows(t, got)
 		}
-		if d := diffFiles(before, e.snapshot(t)); len(d) > 0 {
+		if d := changedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
 			t.Fatalf("DoGet changed %v", d)
 		}
 	})
@@ -345,7 +310,7 @@ func FuzzCommandDescriptor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cmd []byte) {
 		e := srv.get(t)
 		ctx := fuzzCtx(t)
-		before := e.snapshot(t)
+		before := snapshot(t, e.ts.root)
 		desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}
 		info, err := e.ts.client.GetFlightInfo(ctx, desc)
 		if err != nil {
@@ -364,7 +329,7 @@ func FuzzCommandDescriptor(f *testing.F) {
 				t.Fatalf("FlightInfo says %d records, the endpoints held %d", info.TotalRecords, total)
 			}
 		}
-		if d := diffFiles(before, e.snapshot(t)); len(d) > 0 {
+		if d := changedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
 			t.Fatalf("GetFlightInfo changed %v", d)
 		}
 
@@ -378,7 +343,7 @@ func FuzzCommandDescriptor(f *testing.F) {
 		batches := buildBatches(e.ts.cliMem, rows, 100)
 		res, err := e.ts.put(ctx, desc, tsbsSchema, batches...)
 		releaseAll(batches)
-		changed := diffFiles(before, e.snapshot(t))
+		changed := changedFiles(before, snapshot(t, e.ts.root))
 		tables := tablesOf(changed)
 		if err != nil {
 			checkCode(t, "DoPut", err)
@@ -474,14 +439,14 @@ func FuzzAction(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
 		e := srv.get(t)
 		name := names[int(pick)%len(names)]
-		before := e.snapshot(t)
+		before := snapshot(t, e.ts.root)
 		versions := map[string]uint64{}
 		tables, _ := e.ts.svc.TableNames()
 		for _, n := range tables {
 			versions[n] = e.version(t, n)
 		}
 		res, err := e.ts.action(fuzzCtx(t), name, body)
-		changed := diffFiles(before, e.snapshot(t))
+		changed := changedFiles(before, snapshot(t, e.ts.root))
 		if err != nil {
 			code := checkCode(t, name, err)
 			if name == "no-such-action" && code != codes.InvalidArgument {
