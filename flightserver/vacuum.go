@@ -18,6 +18,9 @@ type vacuumRequest struct {
 	// OlderThan is an RFC 3339 cutoff; nil means now minus
 	// tableformat.DefaultVacuumRetention.
 	OlderThan *string `json:"older_than,omitempty"`
+	// Retention is a Go duration ("2h", "30m"): the cutoff is the
+	// server's now minus it. At most one of OlderThan and Retention.
+	Retention *string `json:"retention,omitempty"`
 	Apply     bool    `json:"apply,omitempty"`
 }
 
@@ -67,6 +70,18 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 			return nil, invalid("vacuum: older_than %q is not an RFC 3339 time (for example 2024-06-01T00:00:00Z)", *req.OlderThan)
 		}
 		opts.OlderThan = t
+	}
+	if req.Retention != nil {
+		d, err := time.ParseDuration(*req.Retention)
+		switch {
+		case req.OlderThan != nil:
+			return nil, invalid("vacuum: give older_than or retention, not both")
+		case err != nil:
+			return nil, invalid("vacuum: retention %q is not a duration (for example 2h or 30m)", *req.Retention)
+		case d < 0:
+			return nil, invalid("vacuum: retention %q is negative: the cutoff would be in the future", *req.Retention)
+		}
+		opts.OlderThan = time.Now().Add(-d)
 	}
 	tb, err := s.Table(ctx, req.Table)
 	if err != nil {

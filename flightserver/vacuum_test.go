@@ -107,6 +107,16 @@ func TestVacuumAction(t *testing.T) {
 		}
 	}
 
+	// A retention is counted back from the server's clock: 0s is a cutoff
+	// of now, so the same stray files.
+	res = run(map[string]any{"table": "cpu", "retention": "0s"})
+	if got := vacuumPaths(res, "removable"); strings.Join(got, " ") != strings.Join(stray, " ") || res.Applied {
+		t.Fatalf("retention 0s: removable %v, want %v", got, stray)
+	}
+	if cut, err := time.Parse(time.RFC3339Nano, res.OlderThan); err != nil || time.Since(cut) > time.Minute {
+		t.Fatalf("retention 0s: older_than %q (%v), want about now", res.OlderThan, err)
+	}
+
 	// Files older than the default retention go without a cutoff.
 	old := time.Now().Add(-tableformat.DefaultVacuumRetention - time.Hour)
 	for _, p := range stray[:2] {
@@ -157,6 +167,9 @@ func TestVacuumActionRefusals(t *testing.T) {
 		{"future older_than", `{"table":"cpu","older_than":"` + future + `"}`, codes.InvalidArgument, []string{"older_than", "future"}},
 		{"unknown field", `{"table":"cpu","dry_run":true}`, codes.InvalidArgument, []string{"dry_run"}},
 		{"apply not a bool", `{"table":"cpu","apply":"yes"}`, codes.InvalidArgument, []string{"apply"}},
+		{"bad retention", `{"table":"cpu","retention":"a while"}`, codes.InvalidArgument, []string{"retention", "a while", "duration"}},
+		{"negative retention", `{"table":"cpu","retention":"-1h"}`, codes.InvalidArgument, []string{"retention", "-1h", "negative"}},
+		{"older_than and retention", `{"table":"cpu","retention":"1h","older_than":"2024-01-01T00:00:00Z"}`, codes.InvalidArgument, []string{"older_than", "retention", "not both"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -41,20 +41,23 @@ func init() {
 	register(vacuumCmd)
 }
 
-// olderThan parses --older-than: an RFC 3339 time, or a duration before
-// now.
-func olderThan(s string, now time.Time) (string, error) {
+// olderThan turns --older-than into the request's cutoff: an RFC 3339
+// time as "older_than", or a duration as "retention", which the server
+// subtracts from its own clock (a client's clock may be off).
+func olderThan(s string, req map[string]any) error {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.Format(time.RFC3339Nano), nil
+		req["older_than"] = t.Format(time.RFC3339Nano)
+		return nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return "", usagef("--older-than %q is neither an RFC 3339 time nor a duration (such as 2h or 30m)", s)
+		return usagef("--older-than %q is neither an RFC 3339 time nor a duration (such as 2h or 30m)", s)
 	}
 	if d < 0 {
-		return "", usagef("--older-than %q is a negative duration: the cutoff would be in the future", s)
+		return usagef("--older-than %q is a negative duration: the cutoff would be in the future", s)
 	}
-	return now.Add(-d).UTC().Format(time.RFC3339Nano), nil
+	req["retention"] = d.String()
+	return nil
 }
 
 func runVacuum(ctx context.Context, e *env, args []string) error {
@@ -62,7 +65,7 @@ func runVacuum(ctx context.Context, e *env, args []string) error {
 	server := serverFlag(fs)
 	var older string
 	var apply bool
-	fs.StringVar(&older, "older-than", "", "only files modified before this `time` (RFC 3339, or a duration back from now such as 2h; default 1h)")
+	fs.StringVar(&older, "older-than", "", "only files modified before this `time` (RFC 3339, or a duration back from the server's now such as 2h; default 7 days)")
 	fs.BoolVar(&apply, "apply", false, "delete the removable files (default: a dry run)")
 	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
 	table, err := parseTable(fs, e, args, out)
@@ -71,7 +74,7 @@ func runVacuum(ctx context.Context, e *env, args []string) error {
 	}
 	req := map[string]any{"table": table}
 	if older != "" {
-		if req["older_than"], err = olderThan(older, time.Now()); err != nil {
+		if err := olderThan(older, req); err != nil {
 			return err
 		}
 	}
