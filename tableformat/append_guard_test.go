@@ -3,6 +3,7 @@ package tableformat
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,47 @@ func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 	}
 	if d := DefaultAppendOptions().MaxRetries; d != 64 {
 		t.Fatalf("default MaxRetries %d, want 64", d)
+	}
+}
+
+// TestVacuumNeverFollowsLinks: a symbolic link under data/ (to a directory
+// outside the table, or to a file) is neither walked, listed nor deleted,
+// even when what it leads to has the shape of a stray segment.
+func TestVacuumNeverFollowsLinks(t *testing.T) {
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "h1", 1}); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	const seg = "11111111-2222-4333-8444-555555555555.parquet"
+	target := filepath.Join(outside, seg)
+	old := time.Now().Add(-time.Hour)
+	if err := os.WriteFile(target, []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(target, old, old); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(e.dir, filepath.FromSlash(appendDir))
+	if err := os.Symlink(outside, filepath.Join(data, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(data, "99999999-2222-4333-8444-555555555555.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.tb.Vacuum(e.ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range rep.Artifacts {
+		if strings.Contains(a.Path, "elsewhere") || strings.HasPrefix(path.Base(a.Path), "99999999") {
+			t.Fatalf("vacuum listed %s (%s/%s) through a link", a.Path, a.Disposition, a.Reason)
+		}
+	}
+	if rep.Deleted != 0 {
+		t.Fatalf("vacuum deleted %d files", rep.Deleted)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("the file outside the table is gone: %v", err)
 	}
 }

@@ -257,6 +257,9 @@ func (t *Table) vacuumFiles(ctx context.Context) ([]vacuumFile, error) {
 			if err != nil {
 				return storageErr("vacuum: stat "+p, err)
 			}
+			if info.Symlink {
+				continue // never follow or delete a link: it may lead out of the table
+			}
 			if info.IsDir {
 				if dir == LogDir {
 					continue // _orphaned holds set-aside commit files

@@ -118,11 +118,17 @@ func (l *LocalFS) Stat(name string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, err
 	}
-	fi, err := os.Stat(p)
+	link, err := os.Lstat(p)
 	if err != nil {
 		return FileInfo{}, l.fix(err)
 	}
-	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
+	fi := link
+	if link.Mode()&os.ModeSymlink != 0 {
+		if fi, err = os.Stat(p); err != nil {
+			return FileInfo{}, l.fix(err)
+		}
+	}
+	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir(), Symlink: link.Mode()&os.ModeSymlink != 0}, nil
 }
 
 // Create implements [FS].

@@ -84,3 +84,37 @@ func TestLocalInvalidPathsStayInside(t *testing.T) {
 		t.Fatalf("the parent of the root holds %v, %v; want nothing", entries, err)
 	}
 }
+
+// TestLocalStatReportsLinks: Stat describes a link's target and says that
+// the name is a link; a plain file or directory is not one; a dangling
+// link does not exist.
+func TestLocalStatReportsLinks(t *testing.T) {
+	dir := t.TempDir()
+	l := Local(dir)
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"to-file": "file", "to-dir": "dir", "dangling": "nowhere"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		link, isDir bool
+		size        int64
+	}{
+		{"file", false, false, 3}, {"dir", false, true, -1}, {"to-file", true, false, 3}, {"to-dir", true, true, -1},
+	} {
+		fi, err := l.Stat(tc.name)
+		if err != nil || fi.Symlink != tc.link || fi.IsDir != tc.isDir || (tc.size >= 0 && fi.Size != tc.size) {
+			t.Errorf("Stat(%s) = %+v, %v; want link %v, dir %v", tc.name, fi, err, tc.link, tc.isDir)
+		}
+	}
+	if _, err := l.Stat("dangling"); !IsNotExist(err) {
+		t.Errorf("Stat of a dangling link: %v, want not-exist", err)
+	}
+}

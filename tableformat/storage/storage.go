@@ -75,6 +75,9 @@ type FileInfo struct {
 	Size    int64
 	ModTime time.Time
 	IsDir   bool
+	// Symlink reports that the name itself is a symbolic link (Size,
+	// ModTime and IsDir describe its target). Only LocalFS has links.
+	Symlink bool
 }
 
 // ErrInvalidPath is returned for a path that [io/fs.ValidPath] rejects.
