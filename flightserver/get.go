@@ -125,6 +125,28 @@ func releaseAll(batches []arrow.RecordBatch) {
 	}
 }
 
+// BatchBytes sums the buffer sizes of a batch's columns, children
+// included: the memory the batch holds (package flightsql bounds its
+// merged result batches with it).
+func BatchBytes(rec arrow.RecordBatch) int {
+	n := 0
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len()
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		walk(c.Data())
+	}
+	return n
+}
+
 // ConcatBatches copies batches of one schema into one batch allocated from
 // mem (package flightsql merges DuckDB's chunks with it).
 func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
@@ -235,7 +234,7 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for frdr.Next() {
-		tableBytes += batchBytesOf(frdr.RecordBatch())
+		tableBytes += int64(BatchBytes(frdr.RecordBatch()))
 		rows += frdr.RecordBatch().NumRows()
 	}
 	if err := frdr.Err(); err != nil {
@@ -263,7 +262,7 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())
 	}
-	batchBytes := batchBytesOf(rdr.RecordBatch())
+	batchBytes := int64(BatchBytes(rdr.RecordBatch()))
 	// The client now reads nothing. Wait until the server has sent what
 	// flow control allows (its buffers stop changing), then watch them.
 	held := func() int64 { return int64(ts.srvMem.CurrentAlloc()) }
@@ -310,74 +309,5 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
 		t.Fatalf("%d goroutines (%d before) after the request timeout", runtime.NumGoroutine(), base)
-	}
-}
-
-// batchBytesOf sums the buffer sizes of a batch's columns.
-func batchBytesOf(rec arrow.RecordBatch) int64 {
-	var n int64
-	var walk func(d arrow.ArrayData)
-	walk = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-		for _, c := range d.Children() {
-			walk(c)
-		}
-	}
-	for _, c := range rec.Columns() {
-		walk(c.Data())
-	}
-	return n
-}
-
-// TestStalledReaderDoesNotBlockOtherScans: a client that stops reading
-// holds no decode slot while the server waits for it, so other clients'
-// scans run (here with a single slot for the whole server).
-func TestStalledReaderDoesNotBlockOtherScans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 600,000 rows")
-	}
-	ts := startServer(t, func(o *Options) { o.ScanSlots = 1; o.MaxEndpoints = 1 })
-	ctx := ctxT(t)
-	loadBig(t, ts, "big", 4, 1500, 100, 500)
-	ts.createTSBS(ctx, "small")
-	ts.mustPut(ctx, pathDesc("small"), genRows(t0, 30, 2), 60, 2)
-
-	stall, stop := context.WithCancel(ctx)
-	defer stop()
-	stream, err := ts.client.DoGet(stall, ts.info(ctx, pathDesc("big")).Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
-	if !rdr.Next() {
-		t.Fatalf("no first batch: %v", rdr.Err())
-	}
-	time.Sleep(300 * time.Millisecond) // the big scan now waits for its reader
-
-	for i := range 3 {
-		short, cancel := context.WithTimeout(ctx, 10*time.Second)
-		got, err := ts.fetchAll(short, ts.info(short, pathDesc("small")))
-		cancel()
-		if err != nil {
-			t.Fatalf("scan %d of another table while a reader is stalled: %v", i, err)
-		}
-		if len(got.rows) != 60 {
-			t.Fatalf("scan %d: %d rows, want 60", i, len(got.rows))
-		}
-	}
-	stop()
-	for rdr.Next() {
-	}
-	wantCode(t, "the stalled reader, cancelled", rdr.Err(), codes.Canceled)
-	if !waitFor(5*time.Second, func() bool { return ts.srvMem.CurrentAlloc() == 0 }) {
-		t.Fatalf("server still holds %d bytes 5 s after the stalled reader was cancelled", ts.srvMem.CurrentAlloc())
 	}
 }

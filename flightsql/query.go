@@ -495,7 +495,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		if rec.NumRows() == 0 {
 			continue
 		}
-		n := recordBytes(rec)
+		n := flightserver.BatchBytes(rec)
 		if len(parts) > 0 && bytes+n > s.opts.BatchBytes {
 			// Send what is held first, so that a batch stays under
 			// BatchBytes unless one chunk alone is larger.
@@ -536,26 +536,4 @@ func (s *Server) endRun(id string) {
 	s.cancelMu.Lock()
 	delete(s.running, id)
 	s.cancelMu.Unlock()
-}
-
-// recordBytes sums the buffer sizes of a batch's columns.
-func recordBytes(rec arrow.RecordBatch) int {
-	n := 0
-	for _, c := range rec.Columns() {
-		n += arrayBytes(c.Data())
-	}
-	return n
-}
-
-func arrayBytes(d arrow.ArrayData) int {
-	n := 0
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += b.Len()
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	return n
 }
