@@ -20,10 +20,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 var updateCatalogue = flag.Bool("update-catalogue", false, "rewrite the catalogue sections of docs/reliability-catalogue.md from the cases")
@@ -54,48 +52,6 @@ type catEnv struct {
 
 // catFixtureRows are the rows of cpu: steps 0..9 of host_0 and host_1.
 var catFixtureRows = genRows(t0, 10, 2)
-
-// startCatalogueServer is startServer with extra gRPC server options.
-func startCatalogueServer(t *testing.T, extra ...grpc.ServerOption) *testServer {
-	t.Helper()
-	ts := &testServer{
-		t:      t,
-		root:   t.TempDir(),
-		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-	}
-	opts := DefaultOptions(ts.root)
-	opts.Alloc = ts.srvMem
-	opts.ScanAlloc = ts.srvMem
-	svc, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ts.svc = svc
-	ts.srv = flight.NewServerWithMiddleware(nil, append(svc.GRPCOptions(), extra...)...)
-	ts.srv.RegisterFlightService(svc)
-	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- ts.srv.Serve() }()
-	ts.client, err = flight.NewClientWithMiddleware(ts.srv.Addr().String(), nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(func() {
-		ts.client.Close()
-		ts.srv.Shutdown()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		ts.cliMem.AssertSize(t, 0)
-		ts.srvMem.AssertSize(t, 0)
-	})
-	return ts
-}
 
 // diffSnapshots says what changed between two snapshots of the root
 // (snapshot: every file's relative path and SHA-256; directories are left
@@ -133,7 +89,7 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			if c.recvLimit > 0 {
 				extra = append(extra, grpc.MaxRecvMsgSize(c.recvLimit))
 			}
-			ts := startCatalogueServer(t, extra...)
+			ts := startGatedServer(t, nil, nil, extra...)
 			e := &catEnv{testServer: ts, ctx: ctxT(t)}
 			ts.createTSBS(e.ctx, "cpu")
 			ts.mustPut(e.ctx, pathDesc("cpu"), catFixtureRows, 100, 2)

@@ -44,8 +44,8 @@ func startServer(t *testing.T, tweak func(*Options)) *testServer {
 }
 
 // startGatedServer is startServer with the limits of gate in force (nil:
-// none, as startServer).
-func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate) *testServer {
+// none, as startServer) and extra gRPC server options.
+func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...grpc.ServerOption) *testServer {
 	t.Helper()
 	ts := &testServer{
 		t:      t,
@@ -75,6 +75,7 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate) *testServe
 		gopts = append(gopts, gate.ServerOptions()...)
 		mw = append(mw, gate.Middleware())
 	}
+	gopts = append(gopts, extra...)
 	ts.srv = flight.NewServerWithMiddleware(mw, gopts...)
 	ts.srv.RegisterFlightService(svc)
 	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
