@@ -57,7 +57,7 @@ func runAddColumns(ctx context.Context, e *env, args []string) error {
 		}
 		cols = append(cols, column{Name: name, Type: typ, Nullable: true})
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		var res struct {
 			Version int64 `json:"version"`
 		}

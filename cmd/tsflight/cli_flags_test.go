@@ -9,6 +9,19 @@ import (
 // --entity, list flags, --version and the table argument.
 
 func TestServerAddr(t *testing.T) {
+	for uri, want := range map[string]struct {
+		addr string
+		tls  bool
+	}{
+		"grpc+tls://db1:9000":   {"db1:9000", true},
+		"grpc+tls://:9000":      {"127.0.0.1:9000", true},
+		"grpc+tcp://db1:9000":   {"db1:9000", false},
+		"grpc://localhost:9000": {"localhost:9000", false},
+	} {
+		if addr, useTLS, err := parseServerURI(uri); err != nil || addr != want.addr || useTLS != want.tls {
+			t.Errorf("parseServerURI(%q) = %q, %v, %v; want %q, %v", uri, addr, useTLS, err, want.addr, want.tls)
+		}
+	}
 	for uri, want := range map[string]string{
 		"grpc://127.0.0.1:8815": "127.0.0.1:8815",
 		"grpc+tcp://db1:9000":   "db1:9000",
@@ -25,14 +38,13 @@ func TestServerAddr(t *testing.T) {
 		}
 	}
 	for uri, want := range map[string]string{
-		"grpc+tls://db1:9000": `--server "grpc+tls://db1:9000": TLS is not supported yet; use grpc://`,
-		"http://db1:9000":     `--server "http://db1:9000": unknown scheme "http" (use grpc://HOST:PORT)`,
-		"nonsense":            `--server "nonsense" is not grpc://HOST:PORT`,
-		"grpc://db1":          `--server "grpc://db1" is not grpc://HOST:PORT`,
-		"db1:":                `--server "db1:" is not grpc://HOST:PORT`,
-		"grpc://":             `--server "grpc://" is not grpc://HOST:PORT`,
-		"":                    `--server "" is not grpc://HOST:PORT`,
-		"::1:8815":            `--server "::1:8815" is not grpc://HOST:PORT`,
+		"http://db1:9000": `--server "http://db1:9000": unknown scheme "http" (use grpc://HOST:PORT or grpc+tls://HOST:PORT)`,
+		"nonsense":        `--server "nonsense" is not grpc://HOST:PORT`,
+		"grpc://db1":      `--server "grpc://db1" is not grpc://HOST:PORT`,
+		"db1:":            `--server "db1:" is not grpc://HOST:PORT`,
+		"grpc://":         `--server "grpc://" is not grpc://HOST:PORT`,
+		"":                `--server "" is not grpc://HOST:PORT`,
+		"::1:8815":        `--server "::1:8815" is not grpc://HOST:PORT`,
 	} {
 		_, err := serverAddr(uri)
 		var ue *usageError

@@ -371,11 +371,10 @@ func TestServerFlag(t *testing.T) {
 	// Bad --server values are usage errors, for every command, from the
 	// flag or the environment.
 	for _, tc := range []struct{ uri, want string }{
-		{"grpc+tls://" + f.srv.addr, `--server "grpc+tls://` + f.srv.addr + `": TLS is not supported yet; use grpc://`},
 		{"nonsense", `--server "nonsense" is not grpc://HOST:PORT`},
 		{"grpc://127.0.0.1", `--server "grpc://127.0.0.1" is not grpc://HOST:PORT`},
 		{"127.0.0.1:", `--server "127.0.0.1:" is not grpc://HOST:PORT`},
-		{"http://" + f.srv.addr, `--server "http://` + f.srv.addr + `": unknown scheme "http" (use grpc://HOST:PORT)`},
+		{"http://" + f.srv.addr, `--server "http://` + f.srv.addr + `": unknown scheme "http" (use grpc://HOST:PORT or grpc+tls://HOST:PORT)`},
 	} {
 		for _, args := range cliCommands {
 			stdout, stderr, code := runCLI(t, nil, withServer(args, tc.uri)...)

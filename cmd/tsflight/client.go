@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
@@ -33,38 +37,114 @@ const exitUnavailable = 3
 // plus header room.
 const clientMsgSize = defaultMsgSize + headerAllowance
 
-// serverFlag adds --server (env TSFLIGHT_SERVER) to fs.
-func serverFlag(fs *flagSet) *string {
-	s := new(string)
-	fs.StringVar(s, "server", defaultServer, "tsflight server `URI` (grpc://HOST:PORT)")
+// serverFlags are the flags every client command has: where the server
+// is and how to prove who we are to it.
+type serverFlags struct {
+	uri        string
+	token      string
+	tlsCA      string
+	clientCert string
+	clientKey  string
+	serverName string
+}
+
+// serverFlag adds --server and the credential flags to fs, each with its
+// environment fallback.
+func serverFlag(fs *flagSet) *serverFlags {
+	s := new(serverFlags)
+	fs.StringVar(&s.uri, "server", defaultServer, "tsflight server `URI`: grpc://HOST:PORT, or grpc+tls://HOST:PORT for TLS")
+	fs.StringVar(&s.token, "token", "", "`token` to authenticate with (sent as authorization: Bearer); prefer the environment variable, which ps does not show")
+	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM `file` of the CA that signed the server's certificate (default: the system's roots); grpc+tls:// only")
+	fs.StringVar(&s.clientCert, "client-cert", "", "PEM `file` of a client certificate, for servers that require one (--tls-client-ca)")
+	fs.StringVar(&s.clientKey, "client-key", "", "PEM `file` of the client certificate's key")
+	fs.StringVar(&s.serverName, "tls-server-name", "", "`name` to verify the server's certificate against (default: the host of --server)")
 	fs.fromEnv("server", "TSFLIGHT_SERVER")
+	fs.fromEnv("token", "TSFLIGHT_TOKEN")
+	fs.fromEnv("tls-ca", "TSFLIGHT_TLS_CA")
+	fs.fromEnv("client-cert", "TSFLIGHT_CLIENT_CERT")
+	fs.fromEnv("client-key", "TSFLIGHT_CLIENT_KEY")
 	return s
 }
 
 // serverAddr turns a server URI into host:port. grpc:// and grpc+tcp://
 // are accepted, as is a bare HOST:PORT.
 func serverAddr(uri string) (string, error) {
-	addr := uri
+	addr, _, err := parseServerURI(uri)
+	return addr, err
+}
+
+// parseServerURI turns a server URI into host:port and whether it asks
+// for TLS (grpc+tls://).
+func parseServerURI(uri string) (addr string, useTLS bool, err error) {
+	addr = uri
 	if scheme, rest, ok := strings.Cut(uri, "://"); ok {
 		switch scheme {
 		case "grpc", "grpc+tcp":
 			addr = rest
 		case "grpc+tls":
-			return "", usagef("--server %q: TLS is not supported yet; use grpc://", uri)
+			addr, useTLS = rest, true
 		default:
-			return "", usagef("--server %q: unknown scheme %q (use grpc://HOST:PORT)", uri, scheme)
+			return "", false, usagef("--server %q: unknown scheme %q (use grpc://HOST:PORT or grpc+tls://HOST:PORT)", uri, scheme)
 		}
 	}
 	addr = strings.TrimSuffix(addr, "/")
 	host, port, err := net.SplitHostPort(addr)
 	if _, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil {
-		return "", usagef("--server %q is not grpc://HOST:PORT", uri)
+		return "", false, usagef("--server %q is not grpc://HOST:PORT", uri)
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	return net.JoinHostPort(host, port), nil
+	return net.JoinHostPort(host, port), useTLS, nil
 }
+
+// transport returns the gRPC transport credentials the flags ask for.
+func (s *serverFlags) transport(useTLS bool, host string) (credentials.TransportCredentials, error) {
+	if !useTLS {
+		if s.tlsCA != "" || s.clientCert != "" || s.clientKey != "" || s.serverName != "" {
+			return nil, usagef("--tls-ca, --client-cert, --client-key and --tls-server-name need a grpc+tls:// --server (got %q)", s.uri)
+		}
+		return insecure.NewCredentials(), nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	if s.serverName != "" {
+		cfg.ServerName = s.serverName
+	}
+	if s.tlsCA != "" {
+		pem, err := os.ReadFile(s.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	switch {
+	case (s.clientCert == "") != (s.clientKey == ""):
+		return nil, usagef("--client-cert and --client-key go together")
+	case s.clientCert != "":
+		cert, err := tls.LoadX509KeyPair(s.clientCert, s.clientKey)
+		if err != nil {
+			return nil, fmt.Errorf("--client-cert %s with --client-key %s: %w", s.clientCert, s.clientKey, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// bearer sends the token with every call.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+// RequireTransportSecurity is false so that a token also works over
+// grpc:// to a loopback server; the server refuses to listen elsewhere
+// without TLS unless told --insecure.
+func (bearer) RequireTransportSecurity() bool { return false }
 
 // client is one connection to a tsflight server, for plain Flight and
 // Flight SQL calls.
@@ -78,20 +158,30 @@ type client struct {
 	answered atomic.Bool
 }
 
-// dialServer connects to the server named by uri. gRPC connects lazily: an
-// unreachable server shows up as the first call's error, which
-// wrap turns into a clear message.
-func dialServer(uri string) (*client, error) {
-	addr, err := serverAddr(uri)
+// dialServer connects to the server the flags name. gRPC connects lazily:
+// an unreachable server shows up as the first call's error, which wrap
+// turns into a clear message.
+func dialServer(s *serverFlags) (*client, error) {
+	addr, useTLS, err := parseServerURI(s.uri)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	creds, err := s.transport(useTLS, host)
 	if err != nil {
 		return nil, err
 	}
 	c := &client{addr: addr}
-	fl, err := flight.NewClientWithMiddleware(addr, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(clientMsgSize), grpc.MaxCallSendMsgSize(clientMsgSize)),
 		grpc.WithChainUnaryInterceptor(c.noteUnary),
-		grpc.WithChainStreamInterceptor(c.noteStream))
+		grpc.WithChainStreamInterceptor(c.noteStream),
+	}
+	if s.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.token)))
+	}
+	fl, err := flight.NewClientWithMiddleware(addr, nil, nil, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", addr, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -22,6 +23,15 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	in     io.Reader // standard input (nil: the process's)
+}
+
+// stdin returns the command's standard input.
+func (e *env) stdin() io.Reader {
+	if e.in == nil {
+		return os.Stdin
+	}
+	return e.in
 }
 
 // command is one subcommand. A command file declares one and registers it

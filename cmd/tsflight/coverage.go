@@ -58,7 +58,7 @@ func init() {
 
 // rangeFlags are the flags coverage and gaps share.
 type rangeFlags struct {
-	server     *string
+	server     *serverFlags
 	start, end string
 	entities   entityFlag
 	version    optionalVersion
@@ -133,7 +133,7 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 	if rf.start == "" || rf.end == "" {
 		return usagef("--start and --end are required (or draw all the data with --plot FILE)")
 	}
-	return withClient(ctx, *rf.server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
 		var a coverageAnswer
 		raw, err := c.action(ctx, "coverage", rf.request(table), &a)
 		if err != nil {
@@ -243,7 +243,7 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 	if minWindow > 0 {
 		req["min_window"] = minWindow
 	}
-	return withClient(ctx, *rf.server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
 		var a gapsAnswer
 		raw, err := c.action(ctx, "gaps", req, &a)
 		if err != nil {

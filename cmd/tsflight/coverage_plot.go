@@ -36,7 +36,7 @@ func runCoveragePlot(ctx context.Context, e *env, rf *rangeFlags, table, path st
 	req := rf.request(table)
 	req["rows"] = rows
 	req["columns"] = cols
-	return withClient(ctx, *rf.server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
 		var g coverageGrid
 		if _, err := c.action(ctx, "coverage-grid", req, &g); err != nil {
 			return err

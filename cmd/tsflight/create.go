@@ -68,7 +68,7 @@ func runCreate(ctx context.Context, e *env, args []string) error {
 	if timezone != "" {
 		req["timezone"] = timezone
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		var res struct {
 			Version int64 `json:"version"`
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -169,13 +170,30 @@ func writeDemo(ctx context.Context, svc *flightserver.Service) (int64, error) {
 	return total, nil
 }
 
-// printConnectHelp tells a newcomer how to reach the server at addr.
-func printConnectHelp(w io.Writer, addr, root string, demo bool) {
-	uri := "grpc://" + addr
-	fmt.Fprintf(w, "\ntsflight is serving the tables under %s at %s\n", root, uri)
-	if demo {
+// connectInfo is what printConnectHelp needs to know of a running server.
+type connectInfo struct {
+	addr, root string
+	demo       bool
+	tls        bool // clients must use TLS
+	tokens     bool // clients must send a token
+}
+
+// printConnectHelp tells a newcomer how to reach the server.
+func printConnectHelp(w io.Writer, ci connectInfo) {
+	uri, jdbc := "grpc://"+ci.addr, "useEncryption=false"
+	if ci.tls {
+		uri, jdbc = "grpc+tls://"+ci.addr, "useEncryption=true&tlsRootCerts=ca.pem"
+	}
+	fmt.Fprintf(w, "\ntsflight is serving the tables under %s at %s\n", ci.root, uri)
+	if ci.demo {
 		fmt.Fprintf(w, "demo table %q: %d hosts, one row per host every 10 s on %s, with holes (try the gaps command)\n",
 			demoTable, demoHosts, demoStart.Format("2006-01-02"))
+	}
+	if ci.tls || ci.tokens {
+		// The snippets assume the CA's certificate in ca.pem and a token in
+		// TSFLIGHT_TOKEN; docs/security.md has every client's settings.
+		printSecureHelp(w, ci, uri, jdbc)
+		return
 	}
 	fmt.Fprintf(w, `
   CLI      tsflight tables --server %[1]s
@@ -189,10 +207,47 @@ func printConnectHelp(w io.Writer, addr, root string, demo bool) {
 	if sqlBuilt {
 		fmt.Fprintf(w, `  SQL      tsflight sql "SELECT hostname, round(avg(usage_user), 1) AS avg_user FROM cpu GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
   ADBC     adbc_driver_flightsql.dbapi.connect(%[1]q)
-  JDBC     jdbc:arrow-flight-sql://%[2]s?useEncryption=false
-`, uri, addr)
+  JDBC     jdbc:arrow-flight-sql://%[2]s?%[3]s
+`, uri, ci.addr, jdbc)
 	} else {
 		fmt.Fprintf(w, "  SQL      off: this binary was built without -tags duckdb_arrow (ADBC and JDBC need it)\n")
 	}
 	fmt.Fprintln(w)
+}
+
+// printSecureHelp is printConnectHelp for a server with TLS or tokens.
+func printSecureHelp(w io.Writer, ci connectInfo, uri, jdbc string) {
+	var cli, py, adbc, jd []string
+	cli = append(cli, "--server "+uri)
+	if ci.tls {
+		cli = append(cli, "--tls-ca ca.pem")
+		py = append(py, `tls_root_certs=open("ca.pem", "rb").read()`)
+		adbc = append(adbc, `"adbc.flight.sql.client_option.tls_root_certs": open("ca.pem").read()`)
+	}
+	if ci.tokens {
+		adbc = append(adbc, `"username": "any", "password": token`)
+		jd = append(jd, "&token=TOKEN (or user=any&password=TOKEN)")
+	}
+	fmt.Fprintf(w, "\n  (TLS: the server's CA certificate is in ca.pem; tokens: tsflight token new --scope read --file TOKENS-FILE)\n")
+	if ci.tokens {
+		fmt.Fprintf(w, "  CLI      TSFLIGHT_TOKEN=TOKEN tsflight tables %s\n", strings.Join(cli, " "))
+	} else {
+		fmt.Fprintf(w, "  CLI      tsflight tables %s\n", strings.Join(cli, " "))
+	}
+	fmt.Fprintf(w, "  pyarrow  c = fl.connect(%q%s)\n", uri, prefixed(", ", strings.Join(py, ", ")))
+	if ci.tokens {
+		fmt.Fprintf(w, "           opts = fl.FlightCallOptions(headers=[c.authenticate_basic_token(\"any\", token)])\n")
+	}
+	if sqlBuilt {
+		fmt.Fprintf(w, "  ADBC     adbc_driver_flightsql.dbapi.connect(%q, db_kwargs={%s})\n", uri, strings.Join(adbc, ", "))
+		fmt.Fprintf(w, "  JDBC     jdbc:arrow-flight-sql://%s?%s%s\n", ci.addr, jdbc, strings.Join(jd, ""))
+	}
+	fmt.Fprintln(w)
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }

@@ -62,7 +62,7 @@ func runDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		var d tableDescription
 		raw, err := c.action(ctx, "describe-table", map[string]string{"table": table}, &d)
 		if err != nil {

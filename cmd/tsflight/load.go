@@ -201,7 +201,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	ctx, stop := clientContext(ctx)
 	defer stop()
 
-	c, err := dialServer(*server)
+	c, err := dialServer(server)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func runScan(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		info, err := c.fl.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
 		if err != nil {
 			return c.wrap(err)

@@ -104,6 +104,8 @@ type serveConfig struct {
 	requestTimeout  time.Duration
 	maxResultRows   int64
 	demo            bool
+	sec             securityFlags
+	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -130,6 +132,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.BoolVar(&cfg.demo, "demo", false, "when the root holds no tables, create the demo table cpu (200 hosts, one day at 10 s, with gaps) before serving")
+	cfg.sec.register(fs)
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
 	rest, err := fs.parse(e, args)
@@ -167,6 +170,10 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	case cfg.shutdownTimeout < 0:
 		return nil, usagef("--shutdown-timeout must not be negative")
 	}
+	cfg.inlineTokens = e.getenv("TSFLIGHT_AUTH_TOKENS")
+	if err := cfg.sec.check(cfg.listen, cfg.inlineTokens); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -188,6 +195,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log := newLogger(e.stderr, cfg.logLevel.value, cfg.logFormat.value)
 	grpclog.SetLoggerV2(grpcLogger{log.Named("grpc")})
+	sec, err := newSecurity(&cfg.sec, cfg.inlineTokens, log.Named("auth"))
+	if err != nil {
+		return err
+	}
 
 	opts := flightserver.DefaultOptions(cfg.root)
 	opts.Logger = log.Named("flight")
@@ -223,8 +234,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	gopts := append(gate.ServerOptions(), svc.GRPCOptions()...) // zero-copy DoGet
-	// The call log sees every call, refused ones too, and recovers panics.
-	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware()}, gopts...)
+	gopts = append(gopts, sec.serverOptions()...)
+	// The call log sees every call, refused ones too, and recovers panics;
+	// the gate counts calls before anyone is authenticated, so a flood of
+	// unauthenticated calls is bounded too.
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
 	srv.InitListener(conns)
 
@@ -232,14 +246,19 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	log.Info("starting", "version", versionString(), "root", svc.Root(),
+	log.Info("starting", append([]any{"version", versionString(), "root", svc.Root(),
 		"max_recv_msg_size", cfg.maxRecv.String(), "max_send_msg_size", cfg.maxSend.String(),
 		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
-		"max_result_rows", cfg.maxResultRows)
+		"max_result_rows", cfg.maxResultRows}, sec.describe()...)...)
+	sec.warnings(cfg.listen)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go sec.watch(watchCtx)
 	// Scripts and tests parse this line; keep "tsflight listening on ADDR".
 	log.Info("tsflight listening on " + lis.Addr().String())
-	printConnectHelp(e.stdout, lis.Addr().String(), svc.Root(), demo)
+	printConnectHelp(e.stdout, connectInfo{addr: lis.Addr().String(), root: svc.Root(), demo: demo,
+		tls: sec.tls != nil, tokens: sec.tokens != nil || sec.inline != nil})
 	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
 	go func() { r.served <- srv.Serve() }()
 

@@ -48,7 +48,7 @@ func runSQL(ctx context.Context, e *env, args []string) error {
 	if err := out.check(e); err != nil {
 		return err
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		info, err := c.sql.Execute(ctx, rest[0])
 		if err != nil {
 			return c.wrap(err)

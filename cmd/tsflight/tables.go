@@ -31,8 +31,8 @@ func clientContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // withClient connects to the server named by uri, runs fn and closes the
 // connection.
-func withClient(ctx context.Context, uri string, fn func(ctx context.Context, c *client) error) error {
-	c, err := dialServer(uri)
+func withClient(ctx context.Context, server *serverFlags, fn func(ctx context.Context, c *client) error) error {
+	c, err := dialServer(server)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func runTables(ctx context.Context, e *env, args []string) error {
 	if err := out.check(e); err != nil {
 		return err
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		stream, err := c.fl.ListFlights(ctx, &flight.Criteria{})
 		if err != nil {
 			return c.wrap(err)

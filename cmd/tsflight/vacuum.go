@@ -81,7 +81,7 @@ func runVacuum(ctx context.Context, e *env, args []string) error {
 	if apply {
 		req["apply"] = true
 	}
-	return withClient(ctx, *server, func(ctx context.Context, c *client) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
 		var res flightserver.VacuumResult
 		raw, err := c.action(ctx, flightserver.ActionVacuum, req, &res)
 		if err != nil {

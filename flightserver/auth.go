@@ -1,0 +1,341 @@
+package flightserver
+
+// Authentication: who is calling (a bearer token, Basic credentials whose
+// password is a token, or a verified client certificate) and whether the
+// call is within what that caller may do. One middleware does both, for
+// plain Flight and Flight SQL alike; scope.go says which calls write.
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// AuthOptions configure an [Auth]. The zero value authenticates nobody and
+// allows everything (a server on the loopback interface).
+type AuthOptions struct {
+	// Tokens returns the tokens in force; it is called on every call, so
+	// a reloaded set applies at once. nil: no token authentication.
+	Tokens func() *TokenSet
+	// ClientCertificates says the TLS layer requires and verifies client
+	// certificates. Without Tokens, a verified certificate is the
+	// credential and has write scope; with Tokens, a token is required
+	// as well.
+	ClientCertificates bool
+	// Logger receives authentication events (never a secret). nil: none.
+	Logger hclog.Logger
+	// Now is the clock expiry is checked against (nil: time.Now).
+	Now func() time.Time
+}
+
+// Auth authenticates and authorizes calls; see [Auth.Middleware].
+type Auth struct {
+	o   AuthOptions
+	log hclog.Logger
+	now func() time.Time
+}
+
+// NewAuth returns the authenticator o describes.
+func NewAuth(o AuthOptions) *Auth {
+	a := &Auth{o: o, log: o.Logger, now: o.Now}
+	if a.log == nil {
+		a.log = hclog.NewNullLogger()
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
+}
+
+// Enabled reports whether calls must carry a credential.
+func (a *Auth) Enabled() bool { return a.o.Tokens != nil || a.o.ClientCertificates }
+
+// Principal is the authenticated caller of a call.
+type Principal struct {
+	// Name is the token's name, the client certificate's subject, or
+	// "anonymous" when authentication is off.
+	Name string
+	// Scope is what the caller may do.
+	Scope Scope
+	// Via is how the caller proved who it is: "token",
+	// "client-certificate" or "none".
+	Via string
+}
+
+type principalKey struct{}
+
+// PrincipalFromContext returns the caller of the call ctx belongs to, as
+// the Auth middleware established it.
+func PrincipalFromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Full gRPC method names of the Flight service.
+const (
+	flightService     = "/arrow.flight.protocol.FlightService/"
+	methodHandshake   = flightService + "Handshake"
+	methodDoPut       = flightService + "DoPut"
+	methodDoAction    = flightService + "DoAction"
+	authorizationKey  = "authorization"
+	bearerScheme      = "Bearer "
+	basicScheme       = "Basic "
+	credentialsNeeded = "send the header authorization: Bearer <token>, or call Handshake with Basic credentials whose password is the token"
+)
+
+// Middleware authenticates every call and refuses what the caller's scope
+// does not allow:
+//
+//   - A call carries "authorization: Bearer <token>" (or "Basic" with the
+//     token as the password; the user name is not checked). No credential,
+//     an unknown or revoked token, or an expired one is Unauthenticated.
+//   - Handshake with such a header answers, in a response header (not a
+//     trailer: the JDBC driver reads headers only), "authorization:
+//     Bearer <token>" for the client to send on every later call. With
+//     authentication off, Handshake succeeds and answers no token.
+//   - A read-scope caller calling a writing method (scope.go) is
+//     PermissionDenied, before the handler reads anything more.
+//
+// Messages never contain a secret; the token's name identifies it.
+func (a *Auth) Middleware() flight.ServerMiddleware {
+	return flight.ServerMiddleware{
+		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			p, err := a.authenticate(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if what, write := classifyMethod(info.FullMethod); write && p.Scope < ScopeWrite {
+				return nil, denied(p, what)
+			}
+			return h(context.WithValue(ctx, principalKey{}, p), req)
+		},
+		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			ctx := ss.Context()
+			if info.FullMethod == methodHandshake {
+				return a.handshake(ss)
+			}
+			p, err := a.authenticate(ctx)
+			if err != nil {
+				return err
+			}
+			stream := &principalStream{ServerStream: ss, ctx: context.WithValue(ctx, principalKey{}, p)}
+			if p.Scope >= ScopeWrite {
+				return h(srv, stream)
+			}
+			switch info.FullMethod {
+			case methodDoPut, methodDoAction:
+				// What the call does is in its first message: read it
+				// here, judge it, and replay it to the handler.
+				first, what, write, err := peekFirst(ss, info.FullMethod)
+				if err != nil {
+					return err
+				}
+				if write {
+					return denied(p, what)
+				}
+				stream.first = first
+			default:
+				if what, write := classifyMethod(info.FullMethod); write {
+					return denied(p, what)
+				}
+			}
+			return h(srv, stream)
+		},
+	}
+}
+
+// authenticate finds the caller of the call ctx belongs to.
+func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
+	if !a.Enabled() {
+		return Principal{Name: "anonymous", Scope: ScopeWrite, Via: "none"}, nil
+	}
+	if a.o.Tokens == nil { // client certificates only: TLS verified them
+		return a.certPrincipal(ctx)
+	}
+	secret, err := credential(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	return a.check(secret)
+}
+
+// check looks secret up among the tokens in force.
+func (a *Auth) check(secret string) (Principal, error) {
+	tok, ok := a.o.Tokens().Lookup(secret)
+	if !ok {
+		return Principal{}, status.Error(codes.Unauthenticated, "unknown token: it is not in the server's tokens, or was revoked")
+	}
+	if now := a.now(); tok.Expired(now) {
+		return Principal{}, status.Errorf(codes.Unauthenticated, "token %s expired at %s", tok.Name, tok.Expires.UTC().Format(time.RFC3339))
+	}
+	return Principal{Name: tok.Name, Scope: tok.Scope, Via: "token"}, nil
+}
+
+// certPrincipal names the caller by its verified client certificate.
+func (a *Auth) certPrincipal(ctx context.Context) (Principal, error) {
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+			return Principal{Name: info.State.VerifiedChains[0][0].Subject.String(), Scope: ScopeWrite, Via: "client-certificate"}, nil
+		}
+	}
+	return Principal{}, status.Error(codes.Unauthenticated, "a verified client certificate is required")
+}
+
+// credential returns the token a call carries in its authorization header.
+func credential(ctx context.Context) (string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get(authorizationKey)
+	if len(vals) == 0 || strings.TrimSpace(vals[0]) == "" {
+		return "", status.Error(codes.Unauthenticated, "authentication required: "+credentialsNeeded)
+	}
+	if len(vals) > 1 {
+		return "", status.Error(codes.Unauthenticated, "more than one authorization header: send one")
+	}
+	v := strings.TrimSpace(vals[0])
+	switch {
+	case hasScheme(v, bearerScheme):
+		tok := strings.TrimSpace(v[len(bearerScheme):])
+		if tok == "" {
+			return "", status.Error(codes.Unauthenticated, "the Bearer authorization header carries no token")
+		}
+		return tok, nil
+	case hasScheme(v, basicScheme):
+		return basicPassword(strings.TrimSpace(v[len(basicScheme):]))
+	}
+	scheme, _, _ := strings.Cut(v, " ")
+	if len(scheme) > 16 {
+		scheme = scheme[:16] + "…"
+	}
+	return "", status.Errorf(codes.Unauthenticated, "authorization scheme %q is not supported: %s", scheme, credentialsNeeded)
+}
+
+func hasScheme(v, scheme string) bool {
+	return len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme)
+}
+
+// basicPassword decodes Basic credentials (padded or not: pyarrow and JDBC
+// pad, ADBC does not) and returns the password, which is the token.
+func basicPassword(enc string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(enc)
+	}
+	if err != nil {
+		return "", status.Error(codes.Unauthenticated, "the Basic authorization header is not base64 of user:password")
+	}
+	_, password, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", status.Error(codes.Unauthenticated, "the Basic authorization header is not base64 of user:password")
+	}
+	if password == "" {
+		return "", status.Error(codes.Unauthenticated, "the Basic credentials carry no password: the password is the token (any user name)")
+	}
+	return password, nil
+}
+
+// handshake answers the Flight Handshake: it checks the credential and
+// sends the bearer token back in a response header.
+func (a *Auth) handshake(ss grpc.ServerStream) error {
+	ctx := ss.Context()
+	if !a.Enabled() {
+		return nil // nothing to prove; clients that always handshake go on
+	}
+	if a.o.Tokens == nil {
+		p, err := a.certPrincipal(ctx)
+		if err == nil {
+			a.log.Debug("handshake", "principal", p.Name, "via", p.Via)
+		}
+		return err
+	}
+	secret, err := credential(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := a.check(secret)
+	if err != nil {
+		a.log.Info("handshake refused", "reason", status.Convert(err).Message(), "peer", peerAddr(ctx))
+		return err
+	}
+	a.log.Debug("handshake", "principal", p.Name, "scope", p.Scope.String(), "peer", peerAddr(ctx))
+	return ss.SendHeader(metadata.Pairs(authorizationKey, bearerScheme+secret))
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// denied is the error of a call beyond the caller's scope.
+func denied(p Principal, what string) error {
+	return status.Errorf(codes.PermissionDenied, "%s needs write scope; token %s has %s scope", what, p.Name, p.Scope)
+}
+
+// peekFirst receives the first message of a DoPut or DoAction and
+// classifies it.
+func peekFirst(ss grpc.ServerStream, method string) (first proto.Message, what string, write bool, err error) {
+	if method == methodDoPut {
+		fd := new(flight.FlightData)
+		if err := ss.RecvMsg(fd); err != nil {
+			return nil, "", false, err
+		}
+		what, write := classifyPut(fd.GetFlightDescriptor())
+		return fd, what, write, nil
+	}
+	act := new(flight.Action)
+	if err := ss.RecvMsg(act); err != nil {
+		return nil, "", false, err
+	}
+	what, write = classifyAction(act)
+	return act, what, write, nil
+}
+
+// principalStream carries the principal in its context and replays a
+// message the middleware already received.
+type principalStream struct {
+	grpc.ServerStream
+	ctx   context.Context
+	first proto.Message
+}
+
+func (s *principalStream) Context() context.Context { return s.ctx }
+
+func (s *principalStream) RecvMsg(m any) error {
+	if f := s.first; f != nil {
+		s.first = nil
+		dst, ok := m.(proto.Message)
+		if !ok {
+			return status.Errorf(codes.Internal, "auth: cannot replay the first message into %T", m)
+		}
+		proto.Reset(dst)
+		proto.Merge(dst, f)
+		return nil
+	}
+	return s.ServerStream.RecvMsg(m)
+}
+
+// String describes the options for the start-up log line.
+func (o AuthOptions) String() string {
+	switch {
+	case o.Tokens != nil && o.ClientCertificates:
+		return fmt.Sprintf("tokens (%d) and client certificates", o.Tokens().Len())
+	case o.Tokens != nil:
+		return fmt.Sprintf("tokens (%d)", o.Tokens().Len())
+	case o.ClientCertificates:
+		return "client certificates"
+	}
+	return "off"
+}

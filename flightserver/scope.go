@@ -1,0 +1,115 @@
+package flightserver
+
+// Scopes of calls: which Flight and Flight SQL calls change tables and so
+// need ScopeWrite. Everything not listed as reading is writing, so a call
+// added later is refused to read tokens until it is classified here.
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// readMethods are the Flight methods that never write, whatever they carry.
+var readMethods = map[string]bool{
+	flightService + "Handshake":      true,
+	flightService + "ListFlights":    true,
+	flightService + "GetFlightInfo":  true,
+	flightService + "PollFlightInfo": true,
+	flightService + "GetSchema":      true,
+	flightService + "DoGet":          true,
+	flightService + "ListActions":    true,
+}
+
+// readActions are the action types that never write. vacuum reads unless
+// its body asks to apply.
+var readActions = map[string]bool{
+	"describe-table": true,
+	"coverage":       true,
+	"gaps":           true,
+	"coverage-grid":  true,
+	// Flight SQL: preparing, closing and cancelling statements and session
+	// options change no table. Executing a prepared update is a DoPut,
+	// which is classified on its own; transactions are not served.
+	"CreatePreparedStatement":     true,
+	"CreatePreparedSubstraitPlan": true,
+	"ClosePreparedStatement":      true,
+	"CancelQuery":                 true,
+	"CancelFlightInfo":            true,
+	"RenewFlightEndpoint":         true,
+	"SetSessionOptions":           true,
+	"GetSessionOptions":           true,
+	"CloseSession":                true,
+	"BeginTransaction":            true,
+	"EndTransaction":              true,
+	"BeginSavepoint":              true,
+	"EndSavepoint":                true,
+}
+
+// classifyMethod says whether a method needs write scope whatever its
+// messages (DoPut and DoAction are judged by their first message instead).
+func classifyMethod(method string) (what string, write bool) {
+	return methodName(method), !readMethods[method]
+}
+
+func methodName(method string) string {
+	return method[strings.LastIndexByte(method, '/')+1:]
+}
+
+// sqlCommandPrefix starts the type URL of every Flight SQL command.
+const sqlCommandPrefix = "type.googleapis.com/arrow.flight.protocol.sql."
+
+// classifyPut judges a DoPut by the descriptor of its first message. Only
+// binding parameters to a prepared query reads; appends, bulk ingest and
+// updates write.
+func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
+	switch {
+	case d == nil:
+		return "DoPut", true
+	case d.Type == flight.DescriptorPATH:
+		return "DoPut (append to " + strings.Join(d.Path, "/") + ")", true
+	case d.Type == flight.DescriptorCMD:
+		var a anypb.Any
+		if err := proto.Unmarshal(d.Cmd, &a); err == nil && strings.HasPrefix(a.GetTypeUrl(), sqlCommandPrefix) {
+			cmd := strings.TrimPrefix(a.GetTypeUrl(), sqlCommandPrefix)
+			switch cmd {
+			case "CommandPreparedStatementQuery":
+				return "DoPut (binding query parameters)", false
+			case "CommandStatementIngest":
+				return "DoPut (Flight SQL bulk ingest)", true
+			}
+			return "DoPut (Flight SQL " + cmd + ")", true
+		}
+		return "DoPut (append)", true
+	}
+	return "DoPut", true
+}
+
+// classifyAction judges a DoAction by its type (and vacuum by its body).
+func classifyAction(a *flight.Action) (what string, write bool) {
+	typ := a.GetType()
+	what = "action " + truncate(typ, 64)
+	if typ == "vacuum" {
+		var body struct {
+			Apply *bool `json:"apply"`
+		}
+		if err := json.Unmarshal(a.GetBody(), &body); err != nil {
+			return "action vacuum (with a body that is not JSON)", true
+		}
+		if body.Apply != nil && *body.Apply {
+			return "action vacuum with apply", true
+		}
+		return what, false
+	}
+	return what, !readActions[typ]
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
