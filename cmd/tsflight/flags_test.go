@@ -67,12 +67,17 @@ func TestServeFlagPrecedence(t *testing.T) {
 		t.Fatalf("GOGC and --gc-percent set: gc percent %d, %v", cfg.gcPercent, err)
 	}
 	// flags over the environment over defaults
-	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/env/root", "TSFLIGHT_LISTEN": "0.0.0.0:9000"}),
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/env/root", "TSFLIGHT_LISTEN": "127.0.0.2:9000",
+		"TSFLIGHT_AUTH_TOKENS_FILE": "/etc/tokens", "TSFLIGHT_TLS_CERT": "/c.pem", "TSFLIGHT_TLS_KEY": "/k.pem", "TSFLIGHT_TLS_CLIENT_CA": "/ca.pem"}),
 		[]string{"--root", "/flag/root", "--log-level=trace", "-log-format", "json", "--max-recv-msg-size", "128MiB", "--shutdown-timeout", "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.root != "/flag/root" || cfg.listen != "0.0.0.0:9000" || cfg.logLevel.value != "trace" || cfg.logFormat.value != "json" ||
+	if cfg.sec.authTokens != "/etc/tokens" || cfg.sec.tlsCert != "/c.pem" || cfg.sec.tlsKey != "/k.pem" || cfg.sec.tlsClientCA != "/ca.pem" ||
+		cfg.sec.reloadInterval != defaultReloadInterval || cfg.sec.insecure {
+		t.Fatalf("security settings from the environment: %+v", cfg.sec)
+	}
+	if cfg.root != "/flag/root" || cfg.listen != "127.0.0.2:9000" || cfg.logLevel.value != "trace" || cfg.logFormat.value != "json" ||
 		cfg.maxRecv != 128<<20 || cfg.shutdownTimeout != 5*time.Second {
 		t.Fatalf("flags and env: %+v", cfg)
 	}

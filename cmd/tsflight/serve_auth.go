@@ -61,7 +61,8 @@ func (s *securityFlags) check(listen, inline string) error {
 		return usagef("--reload-interval must not be negative")
 	}
 	authenticated := s.authTokens != "" || inline != "" || s.tlsClientCA != ""
-	if !authenticated && !s.insecure && !loopbackOnly(listen) {
+	// An address that does not parse is left to net.Listen to refuse.
+	if _, _, err := net.SplitHostPort(listen); err == nil && !authenticated && !s.insecure && !loopbackOnly(listen) {
 		return usagef("--listen %s is reachable from other machines and no authentication is configured: "+
 			"give --auth-tokens FILE (tsflight token new makes one) with --tls-cert and --tls-key, "+
 			"or --insecure to serve anyone who can connect", listen)
