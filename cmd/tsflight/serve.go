@@ -71,6 +71,16 @@ earlier deadline, and --max-result-rows the rows one SQL query may return
 result). A client that stops reading holds at most about two batches per
 stream in the server: sends wait for the client (HTTP/2 flow control).
 
+Authentication and TLS (docs/security.md): --auth-tokens FILE holds one
+token per line (its SHA-256 hash, as tsflight token new writes it) with
+its scope, read or write; clients send "authorization: Bearer TOKEN" or
+handshake with Basic credentials whose password is the token. A missing,
+unknown, revoked or expired token is UNAUTHENTICATED; a read token writing
+is PERMISSION_DENIED. --tls-cert and --tls-key serve TLS, --tls-client-ca
+requires client certificates. The files are read again on SIGHUP and when
+they change. Without authentication the server listens only on loopback
+addresses unless --insecure is given.
+
 --demo fills an empty root with the demo table cpu first (TSBS-like CPU
 metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps). The
 table appears only once complete: an interrupted --demo leaves no part of
@@ -81,7 +91,8 @@ ADBC and JDBC.
 Example:
   tsflight serve --root ./data --demo
   tsflight serve --root ./data --listen 127.0.0.1:8815
-  TSFLIGHT_ROOT=/var/lib/tsflight tsflight serve --log-format json`,
+  TSFLIGHT_ROOT=/var/lib/tsflight tsflight serve --log-format json
+  tsflight serve --root ./data --listen 0.0.0.0:8815 --auth-tokens tokens --tls-cert server.pem --tls-key server.key`,
 }
 
 func init() {
