@@ -249,7 +249,7 @@ func TestServeMaxRecvMsgSize(t *testing.T) {
 // --request-timeout ends a call whose client went silent, and --max-calls
 // refuses calls beyond the limit while it runs; both name their flag.
 func TestServeCallLimits(t *testing.T) {
-	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--max-calls", "1", "--request-timeout", "5s")
+	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--max-calls", "1", "--request-timeout", "5s", "--log-level", "trace")
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
 	createTable(t, ctx, c, "t")
@@ -259,7 +259,9 @@ func TestServeCallLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The put is (soon) the one call the server runs: under -race on a
-	// loaded machine its headers can take a while to arrive.
+	// loaded machine its headers can take a while to arrive, so wait for
+	// the server to log it (the call log runs just before the count).
+	srv.waitLog("DoPut started", 30*time.Second)
 	var err error
 	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); {
 		if _, err = doAction(ctx, c, "describe-table", map[string]any{"table": "t"}); status.Code(err) == codes.ResourceExhausted {
