@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs the Flight SQL JDBC check of tokens and TLS
+# (src/main/java/tsflight/JdbcAuthCheck.java) against running tsflight servers.
+#
+#   run_auth.sh HOST:PORT CA_PEM TABLE EXPECTED_COUNT [MTLS_HOST:PORT CLIENT_CERT CLIENT_KEY]
+#
+# HOST:PORT serves TLS with a certificate signed by CA_PEM and --auth-tokens;
+# TABLE holds EXPECTED_COUNT rows. The tokens come from the environment
+# (never the command line): TSFLIGHT_READ_TOKEN, TSFLIGHT_WRITE_TOKEN and
+# TSFLIGHT_EXPIRED_TOKEN. With the last three arguments it also checks a
+# mutual-TLS server (--tls-client-ca) with the client certificate CLIENT_CERT
+# and its key CLIENT_KEY (PKCS#8 PEM), where the read token is valid too.
+#
+# Builds like run.sh (Maven, offline first). Prints a PASS/FAIL line per check
+# and finally "N passed, M failed", with every token masked as ***; exits 0
+# only if nothing failed, 1 if a check failed, 2 on bad usage or a failed build.
+set -uo pipefail
+
+if { [ $# -ne 4 ] && [ $# -ne 7 ]; } || [[ "$1" == -* ]]; then
+  echo "usage: $0 HOST:PORT CA_PEM TABLE EXPECTED_COUNT [MTLS_HOST:PORT CLIENT_CERT CLIENT_KEY]" >&2
+  echo "  (tokens from TSFLIGHT_READ_TOKEN, TSFLIGHT_WRITE_TOKEN, TSFLIGHT_EXPIRED_TOKEN)" >&2
+  exit 2
+fi
+here="$(cd "$(dirname "$0")" && pwd)"
+main_class="$here/target/classes/tsflight/JdbcAuthCheck.class"
+
+needs_build=0
+if [ ! -f "$main_class" ] || ! ls "$here"/target/lib/flight-sql-jdbc-driver-*.jar >/dev/null 2>&1; then
+  needs_build=1
+elif [ -n "$(find "$here/src" "$here/pom.xml" -newer "$main_class" -print -quit)" ]; then
+  needs_build=1
+fi
+if [ "$needs_build" -eq 1 ]; then
+  log="$(mktemp)"
+  build() { mvn -q -B "$@" -f "$here/pom.xml" -DskipTests package >"$log" 2>&1; }
+  if ! build -o && ! build; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "FAIL build: mvn package failed in $here (.ci/install fetches its dependencies)" >&2
+    exit 2
+  fi
+  rm -f "$log"
+fi
+
+# mask: copies its input, every token replaced by ***.
+mask() {
+  local line t
+  while IFS= read -r line || [ -n "$line" ]; do
+    for t in "${TSFLIGHT_READ_TOKEN:-}" "${TSFLIGHT_WRITE_TOKEN:-}" "${TSFLIGHT_EXPIRED_TOKEN:-}"; do
+      if [ -n "$t" ]; then line="${line//"$t"/***}"; fi
+    done
+    printf '%s\n' "$line"
+  done
+}
+
+# --add-opens: see run.sh.
+java --add-opens=java.base/java.nio=ALL-UNNAMED \
+  -cp "$here/target/classes:$here/target/lib/*" \
+  tsflight.JdbcAuthCheck "$@" 2>&1 | mask
+exit "${PIPESTATUS[0]}"
