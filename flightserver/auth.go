@@ -90,8 +90,8 @@ const (
 	methodDoPut       = flightService + "DoPut"
 	methodDoAction    = flightService + "DoAction"
 	authorizationKey  = "authorization"
-	bearerScheme      = "Bearer "
-	basicScheme       = "Basic "
+	bearerScheme      = "Bearer"
+	basicScheme       = "Basic"
 	credentialsNeeded = "send the header authorization: Bearer <token>, or call Handshake with Basic credentials whose password is the token"
 )
 
@@ -104,7 +104,9 @@ const (
 //   - Handshake with such a header answers, in a response header (not a
 //     trailer: the JDBC driver reads headers only), "authorization:
 //     Bearer <token>" for the client to send on every later call. With
-//     authentication off, Handshake succeeds and answers no token.
+//     authentication off (or by client certificate only), Handshake
+//     succeeds and answers the authorization header the client sent, if
+//     any, since some clients fail on an answer without one.
 //   - A read-scope caller calling a writing method (scope.go) is
 //     PermissionDenied, before the handler reads anything more.
 //
@@ -204,25 +206,32 @@ func credential(ctx context.Context) (string, error) {
 		return "", status.Error(codes.Unauthenticated, "more than one authorization header: send one")
 	}
 	v := strings.TrimSpace(vals[0])
+	scheme, rest, _ := strings.Cut(v, " ")
+	rest = strings.TrimSpace(rest)
 	switch {
-	case hasScheme(v, bearerScheme):
-		tok := strings.TrimSpace(v[len(bearerScheme):])
-		if tok == "" {
+	case strings.EqualFold(scheme, bearerScheme):
+		if rest == "" {
 			return "", status.Error(codes.Unauthenticated, "the Bearer authorization header carries no token")
 		}
-		return tok, nil
-	case hasScheme(v, basicScheme):
-		return basicPassword(strings.TrimSpace(v[len(basicScheme):]))
+		return rest, nil
+	case strings.EqualFold(scheme, basicScheme):
+		if rest == "" {
+			return "", status.Error(codes.Unauthenticated, "the Basic authorization header carries no credentials")
+		}
+		return basicPassword(rest)
 	}
-	scheme, _, _ := strings.Cut(v, " ")
-	if len(scheme) > 16 {
-		scheme = scheme[:16] + "…"
+	// Quote the scheme only when it is one: a header holding a bare token
+	// must not have any of it echoed (refused calls are logged).
+	if rest != "" && len(scheme) < MinTokenLength && strings.IndexFunc(scheme, notSchemeRune) < 0 {
+		return "", status.Errorf(codes.Unauthenticated, "authorization scheme %q is not supported: %s", scheme, credentialsNeeded)
 	}
-	return "", status.Errorf(codes.Unauthenticated, "authorization scheme %q is not supported: %s", scheme, credentialsNeeded)
+	return "", status.Error(codes.Unauthenticated, "the authorization header names no scheme: "+credentialsNeeded)
 }
 
-func hasScheme(v, scheme string) bool {
-	return len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme)
+// notSchemeRune reports whether r cannot be part of an HTTP authentication
+// scheme name as clients send them (letters, digits, '-').
+func notSchemeRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
 }
 
 // basicPassword decodes Basic credentials (padded or not: pyarrow and JDBC
@@ -250,14 +259,15 @@ func basicPassword(enc string) (string, error) {
 func (a *Auth) handshake(ss grpc.ServerStream) error {
 	ctx := ss.Context()
 	if !a.Enabled() {
-		return nil // nothing to prove; clients that always handshake go on
+		return echoAuthorization(ss) // nothing to prove
 	}
 	if a.o.Tokens == nil {
 		p, err := a.certPrincipal(ctx)
-		if err == nil {
-			a.log.Debug("handshake", "principal", p.Name, "via", p.Via)
+		if err != nil {
+			return err
 		}
-		return err
+		a.log.Debug("handshake", "principal", p.Name, "via", p.Via)
+		return echoAuthorization(ss)
 	}
 	secret, err := credential(ctx)
 	if err != nil {
@@ -269,7 +279,21 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 		return err
 	}
 	a.log.Debug("handshake", "principal", p.Name, "scope", p.Scope.String(), "peer", peerAddr(ctx))
-	return ss.SendHeader(metadata.Pairs(authorizationKey, bearerScheme+secret))
+	return ss.SendHeader(metadata.Pairs(authorizationKey, bearerScheme+" "+secret))
+}
+
+// echoAuthorization answers a Handshake that proves nothing (no tokens in
+// force) with the authorization header the client sent, if it sent one:
+// arrow-go's AuthenticateBasicToken, and so the ADBC driver given a user
+// name and password, fail when the answer carries no authorization header.
+// The client then sends its own header on every call, which is ignored.
+func echoAuthorization(ss grpc.ServerStream) error {
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	vals := md.Get(authorizationKey)
+	if len(vals) != 1 || strings.TrimSpace(vals[0]) == "" {
+		return nil
+	}
+	return ss.SendHeader(metadata.Pairs(authorizationKey, vals[0]))
 }
 
 func peerAddr(ctx context.Context) string {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,14 +198,14 @@ func parseTokenEntry(entry string) ([sha256.Size]byte, Token, error) {
 	}
 	scope, err := ParseScope(fields[1])
 	if err != nil {
-		return hash, Token{}, err
+		return hash, Token{}, fmt.Errorf("%w: scope %s: want read or write", ErrBadTokens, quoteField(fields[1]))
 	}
 	tok := Token{Scope: scope}
 	for _, kv := range fields[2:] {
 		key, val, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok:
-			return hash, Token{}, fmt.Errorf("%w: %q: want name=NAME or expires=TIME", ErrBadTokens, kv)
+			return hash, Token{}, fmt.Errorf("%w: %s: want name=NAME or expires=TIME", ErrBadTokens, quoteField(kv))
 		case key == "name" && val != "" && tok.Name == "":
 			tok.Name = val
 		case key == "expires" && tok.Expires.IsZero():
@@ -216,13 +217,24 @@ func parseTokenEntry(entry string) ([sha256.Size]byte, Token, error) {
 		case key == "name" || key == "expires":
 			return hash, Token{}, fmt.Errorf("%w: %s= given twice or empty", ErrBadTokens, key)
 		default:
-			return hash, Token{}, fmt.Errorf("%w: unknown attribute %q (want name= or expires=)", ErrBadTokens, key)
+			return hash, Token{}, fmt.Errorf("%w: unknown attribute %s (want name= or expires=)", ErrBadTokens, quoteField(key))
 		}
 	}
 	if tok.Name == "" {
 		tok.Name = hashPrefix + hex.EncodeToString(hash[:6])
 	}
 	return hash, tok, nil
+}
+
+// quoteField quotes a field of a tokens line for an error message unless
+// it could be a secret: a field as long as a token is not quoted (two
+// tokens run together on one line put a secret where the scope or an
+// attribute is expected).
+func quoteField(s string) string {
+	if len(s) >= MinTokenLength {
+		return fmt.Sprintf("of %d characters (not quoted: it may be a token)", len(s))
+	}
+	return strconv.Quote(s)
 }
 
 func parseExpiry(s string) (time.Time, error) {

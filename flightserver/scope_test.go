@@ -1,0 +1,147 @@
+// Tests of the scope table: every action the server lists is classified on
+// purpose (a new action fails here until it is added to the expected
+// table), vacuum is judged by its body, and every Flight SQL DoPut command
+// reads or writes as intended.
+
+package flightserver
+
+import (
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// flightActionWrites is the expected scope of every plain Flight action:
+// true when it needs write scope (vacuum: without apply; with apply, see
+// TestScopeVacuumBody).
+var flightActionWrites = map[string]bool{
+	ActionCreateTable:   true,
+	ActionAddColumns:    true,
+	ActionDescribeTable: false,
+	ActionCoverage:      false,
+	ActionGaps:          false,
+	ActionCoverageGrid:  false,
+	ActionVacuum:        false,
+}
+
+func TestScopeFlightActionsClassified(t *testing.T) {
+	ts := startServer(t, nil)
+	listed, err := actionTypesOf(ctxT(t), ts.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) == 0 {
+		t.Fatal("ListActions listed nothing")
+	}
+	seen := map[string]bool{}
+	for _, typ := range listed {
+		seen[typ] = true
+		want, ok := flightActionWrites[typ]
+		if !ok {
+			t.Errorf("ListActions lists %q, which the scope test does not know: decide whether it writes and add it here (and to readActions in scope.go if it only reads)", typ)
+			continue
+		}
+		what, write := classifyAction(&flight.Action{Type: typ, Body: []byte(`{"table":"cpu"}`)})
+		if write != want {
+			t.Errorf("action %s: write=%v, want %v", typ, write, want)
+		}
+		if what != "action "+typ {
+			t.Errorf("action %s is described as %q", typ, what)
+		}
+	}
+	for typ := range flightActionWrites {
+		if !seen[typ] {
+			t.Errorf("the expected table holds %q, which ListActions does not list", typ)
+		}
+	}
+	// An action nobody classified writes.
+	for _, typ := range []string{"drop-table", "Describe-Table", "", "describe-table "} {
+		if _, write := classifyAction(&flight.Action{Type: typ}); !write {
+			t.Errorf("unclassified action %q is read", typ)
+		}
+	}
+	long := string(make([]byte, 200))
+	if what, _ := classifyAction(&flight.Action{Type: long}); len(what) > 80 {
+		t.Errorf("a long action type is described in %d bytes", len(what))
+	}
+}
+
+func TestScopeVacuumBody(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		write bool
+	}{
+		{`{"table":"cpu"}`, false},
+		{`{"table":"cpu","apply":false}`, false},
+		{`{"table":"cpu","apply":null}`, false},
+		{`{"table":"cpu","older_than":"2024-01-01T00:00:00Z"}`, false},
+		{`{"table":"cpu","apply":true}`, true},
+		{`{"table":"cpu","Apply":true}`, true}, // encoding/json matches keys as the action does
+		{`{"apply":false,"apply":true}`, true}, // the last one wins, as in the action
+		{`{"table":"cpu","apply":"true"}`, true},
+		{`{"table":"cpu"} {"apply":true}`, true},
+		{`not json`, true},
+		{``, true},
+	} {
+		what, write := classifyAction(&flight.Action{Type: ActionVacuum, Body: []byte(c.body)})
+		if write != c.write {
+			t.Errorf("vacuum %s: write=%v (%s), want %v", c.body, write, what, c.write)
+		}
+	}
+}
+
+// sqlDesc is a DoPut descriptor carrying a packed Flight SQL command.
+func sqlDesc(t *testing.T, m proto.Message) *flight.FlightDescriptor {
+	t.Helper()
+	a, err := anypb.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: b}
+}
+
+func TestScopeFlightSQLPutCommands(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		desc  *flight.FlightDescriptor
+		write bool
+		what  string
+	}{
+		{"ingest", sqlDesc(t, &pb.CommandStatementIngest{Table: "cpu"}), true, "DoPut (Flight SQL bulk ingest)"},
+		{"update", sqlDesc(t, &pb.CommandStatementUpdate{Query: "DELETE FROM cpu"}), true, "DoPut (Flight SQL CommandStatementUpdate)"},
+		{"prepared update", sqlDesc(t, &pb.CommandPreparedStatementUpdate{PreparedStatementHandle: []byte("h")}), true, "DoPut (Flight SQL CommandPreparedStatementUpdate)"},
+		{"prepared query parameters", sqlDesc(t, &pb.CommandPreparedStatementQuery{PreparedStatementHandle: []byte("h")}), false, "DoPut (binding query parameters)"},
+		{"substrait plan", sqlDesc(t, &pb.CommandStatementSubstraitPlan{}), true, "DoPut (Flight SQL CommandStatementSubstraitPlan)"},
+		{"a query sent to DoPut", sqlDesc(t, &pb.CommandStatementQuery{Query: "SELECT 1"}), true, "DoPut (Flight SQL CommandStatementQuery)"},
+		{"a non-SQL Any", sqlDesc(t, &pb.Empty{}), true, "DoPut (append)"},
+		{"tsflight JSON command", &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"table":"cpu"}`)}, true, "DoPut (append)"},
+		{"path", pathDesc("cpu"), true, "DoPut (append to cpu)"},
+		{"no descriptor", nil, true, "DoPut"},
+		{"unknown descriptor type", &flight.FlightDescriptor{Type: flight.DescriptorUNKNOWN}, true, "DoPut"},
+	} {
+		what, write := classifyPut(c.desc)
+		if write != c.write || what != c.what {
+			t.Errorf("%s: %q write=%v, want %q write=%v", c.name, what, write, c.what, c.write)
+		}
+	}
+}
+
+func TestScopeMethods(t *testing.T) {
+	for _, m := range []string{"Handshake", "ListFlights", "GetFlightInfo", "PollFlightInfo", "GetSchema", "DoGet", "ListActions"} {
+		if what, write := classifyMethod(flightService + m); write || what != m {
+			t.Errorf("%s: %q write=%v, want read", m, what, write)
+		}
+	}
+	for _, m := range []string{flightService + "DoExchange", flightService + "DoPut", flightService + "DoAction", flightService + "Reticulate", "/other.Service/ListFlights"} {
+		if _, write := classifyMethod(m); !write {
+			t.Errorf("%s classified read", m)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+// Tests of ServerTLS through real listeners: a throwaway CA, server and
+// client certificates made here, certificate rotation by Reload, a broken
+// file keeping the previous certificate, and mutual TLS refusing clients
+// without a certificate from the CA.
+
+package flightserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// testPKI is a throwaway certificate authority with a server certificate
+// (SAN 127.0.0.1 and localhost) and a client certificate, as PEM files in
+// a temporary directory.
+type testPKI struct {
+	dir                      string
+	caFile                   string
+	certFile, keyFile        string // the server's
+	clientCert               tls.Certificate
+	pool                     *x509.CertPool
+	caCert                   *x509.Certificate
+	caKey                    *ecdsa.PrivateKey
+	serial                   atomic.Int64
+	clientCertFile, clientKF string
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir()}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(p.serial.Add(1)),
+		Subject:               pkix.Name{CommonName: "tsflight test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.caCert, err = x509.ParseCertificate(der); err != nil {
+		t.Fatal(err)
+	}
+	p.caKey = key
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(p.caCert)
+	p.caFile = filepath.Join(p.dir, "ca.pem")
+	writePEM(t, p.caFile, "CERTIFICATE", der)
+	p.certFile, p.keyFile = filepath.Join(p.dir, "server.pem"), filepath.Join(p.dir, "server.key")
+	p.issue(t, "tsflight test server", true, p.certFile, p.keyFile)
+	p.clientCertFile, p.clientKF = filepath.Join(p.dir, "client.pem"), filepath.Join(p.dir, "client.key")
+	p.issue(t, "tsflight test client", false, p.clientCertFile, p.clientKF)
+	if p.clientCert, err = tls.LoadX509KeyPair(p.clientCertFile, p.clientKF); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// issue signs a certificate for cn (a server one with the loopback SANs,
+// or a client one) and writes it and its key to certFile and keyFile.
+func (p *testPKI) issue(t *testing.T, cn string, server bool, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial.Add(1)),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tlsClient is an arrow-go Flight client trusting the test CA and
+// presenting certs (none: no client certificate). The server name is
+// the address's IP, so the IP SAN is what is verified.
+func tlsClient(t *testing.T, addr string, pool *x509.CertPool, certs ...tls.Certificate) flight.Client {
+	t.Helper()
+	c, err := flight.NewClientWithMiddleware(addr, nil, nil,
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: certs, MinVersion: tls.VersionTLS12})),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// useTLSClient replaces the test server's plaintext client with one over
+// TLS, so that every testServer helper speaks TLS.
+func (ts *testServer) useTLSClient(pki *testPKI, certs ...tls.Certificate) {
+	ts.t.Helper()
+	ts.client.Close()
+	ts.client = tlsClient(ts.t, ts.srv.Addr().String(), pki.pool, certs...)
+}
+
+// servedCert is the common name of the certificate addr serves to a new
+// connection.
+func servedCert(t *testing.T, addr string, pki *testPKI) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pki.pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("TLS dial: %v", err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+}
+
+func actionTypesOf(ctx context.Context, c flight.Client) ([]string, error) {
+	stream, err := c.ListActions(ctx, &flight.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		a, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, a.Type)
+	}
+}
+
+func TestTLSServesAndReloads(t *testing.T) {
+	pki := newTestPKI(t)
+	st, err := NewServerTLS(TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startGatedServer(t, nil, nil, st.ServerOption())
+	ts.useTLSClient(pki)
+	ctx := ctxT(t)
+	addr := ts.srv.Addr().String()
+	if got := servedCert(t, addr, pki); got != "tsflight test server" {
+		t.Fatalf("served %q", got)
+	}
+	ts.createTSBS(ctx, "cpu")
+	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 40, 2)
+
+	// A plaintext client gets nowhere.
+	if _, err := startPlainCall(ctx, addr); status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext client against TLS: %v, want Unavailable", err)
+	}
+
+	// Rotation: a new certificate in the same files, Reload, and new
+	// connections are served with it; the old connection goes on.
+	pki.issue(t, "tsflight rotated server", true, pki.certFile, pki.keyFile)
+	if got := servedCert(t, addr, pki); got != "tsflight test server" {
+		t.Fatalf("before Reload, served %q", got)
+	}
+	if err := st.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := servedCert(t, addr, pki); got != "tsflight rotated server" {
+		t.Fatalf("after Reload, served %q", got)
+	}
+	ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"})
+	fresh := tlsClient(t, addr, pki.pool)
+	defer fresh.Close()
+	if got, err := actionTypesOf(ctx, fresh); err != nil || len(got) != len(actionTypes) {
+		t.Fatalf("new client after rotation: %v %v", got, err)
+	}
+
+	// A broken certificate file: Reload fails naming it, the rotated
+	// certificate stays.
+	if err := os.WriteFile(pki.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = st.Reload()
+	if err == nil || !strings.Contains(err.Error(), pki.certFile) {
+		t.Fatalf("Reload of a broken certificate: %v, want an error naming %s", err, pki.certFile)
+	}
+	if got := servedCert(t, addr, pki); got != "tsflight rotated server" {
+		t.Fatalf("after a failed Reload, served %q", got)
+	}
+	// A key that does not match the certificate is refused too.
+	pki.issue(t, "tsflight third server", true, pki.certFile, filepath.Join(t.TempDir(), "third.key"))
+	if err := st.Reload(); err == nil {
+		t.Fatal("Reload with a key of another certificate succeeded")
+	}
+	if got := servedCert(t, addr, pki); got != "tsflight rotated server" {
+		t.Fatalf("after a mismatched key, served %q", got)
+	}
+}
+
+// startPlainCall makes one call over plaintext to addr.
+func startPlainCall(ctx context.Context, addr string) ([]string, error) {
+	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return actionTypesOf(ctx, c)
+}
+
+func TestTLSFilesRefused(t *testing.T) {
+	pki := newTestPKI(t)
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("no certificates here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		files TLSFiles
+		frag  string
+	}{
+		{"no key", TLSFiles{CertFile: pki.certFile}, "both a certificate file and a key file"},
+		{"no certificate", TLSFiles{KeyFile: pki.keyFile}, "both a certificate file and a key file"},
+		{"missing certificate", TLSFiles{CertFile: missing, KeyFile: pki.keyFile}, missing},
+		{"key of another certificate", TLSFiles{CertFile: pki.certFile, KeyFile: pki.clientKF}, pki.certFile},
+		{"missing client CA", TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: missing}, "client CA"},
+		{"client CA without certificates", TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: garbage}, garbage},
+	} {
+		st, err := NewServerTLS(c.files)
+		if err == nil || st != nil || !strings.Contains(err.Error(), c.frag) {
+			t.Errorf("%s: %v, %v; want an error naming %q", c.name, st, err, c.frag)
+		}
+	}
+}
+
+func TestTLSMutualRequiresClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	st, err := NewServerTLS(TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Files().ClientCAFile; got != pki.caFile {
+		t.Fatalf("Files().ClientCAFile = %q", got)
+	}
+	ts := startGatedServer(t, nil, nil, st.ServerOption())
+	ts.useTLSClient(pki, pki.clientCert)
+	ctx := ctxT(t)
+	addr := ts.srv.Addr().String()
+
+	// With the client certificate: everything works.
+	ts.createTSBS(ctx, "cpu")
+	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 40, 2)
+
+	// Without one: the TLS handshake fails, so no call gets through.
+	bare := tlsClient(t, addr, pki.pool)
+	defer bare.Close()
+	short, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if got, err := actionTypesOf(short, bare); err == nil || status.Code(err) != codes.Unavailable {
+		t.Fatalf("client without a certificate: %v, %v; want Unavailable", got, err)
+	}
+	// With a certificate from another CA: refused as well.
+	stranger := newTestPKI(t)
+	foreign := tlsClient(t, addr, pki.pool, stranger.clientCert)
+	defer foreign.Close()
+	if got, err := actionTypesOf(short, foreign); err == nil || status.Code(err) != codes.Unavailable {
+		t.Fatalf("client with a foreign certificate: %v, %v; want Unavailable", got, err)
+	}
+}
