@@ -263,9 +263,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
 		"max_result_rows", cfg.maxResultRows}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
+	hup, stopHUP := notifyHUP()
+	defer stopHUP()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go sec.watch(watchCtx)
+	go sec.watch(watchCtx, hup)
 	// Scripts and tests parse this line; keep "tsflight listening on ADDR".
 	log.Info("tsflight listening on " + lis.Addr().String())
 	printConnectHelp(e.stdout, connectInfo{addr: lis.Addr().String(), root: svc.Root(), demo: demo,

@@ -205,11 +205,17 @@ func (s *security) reload(why string, force bool) {
 	}
 }
 
-// watch reloads on SIGHUP and every reload interval until ctx ends.
-func (s *security) watch(ctx context.Context) {
+// notifyHUP starts catching SIGHUP (whose default action would end the
+// process) for watch; call it before the server says it is listening.
+func notifyHUP() (<-chan os.Signal, func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	return hup, func() { signal.Stop(hup) }
+}
+
+// watch reloads on SIGHUP (from hup) and every reload interval until ctx
+// ends.
+func (s *security) watch(ctx context.Context, hup <-chan os.Signal) {
 	var tick <-chan time.Time
 	if s.flags.reloadInterval > 0 && (s.tokens != nil || s.tls != nil) {
 		t := time.NewTicker(s.flags.reloadInterval)
