@@ -32,8 +32,7 @@ files of `tsflight token new`; every setting comes from the environment:
   TSFLIGHT_CLIENT_KEY      its private key
 
 A test whose variables are missing is skipped (run_auth.sh counts a skip
-as a failure). No secret is ever printed: tests compare tokens without
-showing them, and run_auth.sh masks the tokens in pytest's output anyway.
+as a failure). No test prints a secret; run_auth.sh masks them anyway.
 """
 
 import contextlib
@@ -46,7 +45,9 @@ import signal
 import sys
 import time
 import uuid
+import warnings
 
+import adbc_driver_manager
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.flight as flight
@@ -391,7 +392,6 @@ def test_write_token_creates_puts_and_adds_columns():
 def adbc(db_kwargs, uri=None, **kwargs):
     """An ADBC connection trusting the test CA."""
     import adbc_driver_flightsql.dbapi as dbapi
-    import warnings
 
     kw = {TLS_ROOT_CERTS: ca_bytes().decode()}
     kw.update(db_kwargs)
@@ -401,8 +401,6 @@ def adbc(db_kwargs, uri=None, **kwargs):
 
 
 def adbc_status(name):
-    import adbc_driver_manager
-
     return getattr(adbc_driver_manager.AdbcStatusCode, name)
 
 
@@ -425,8 +423,6 @@ def test_adbc_connects_with_a_token(how):
 
 @pytest.mark.parametrize("kind", ["none", "wrong", "expired"])
 def test_adbc_refused(kind):
-    import adbc_driver_manager
-
     if kind == "none":
         kw = {}
     elif kind == "wrong":
@@ -440,8 +436,6 @@ def test_adbc_refused(kind):
 
 
 def test_adbc_read_token_cannot_ingest():
-    import adbc_driver_manager
-
     client = tls_client()
     opts = bearer(token("read"))
     schema = client.get_schema(flight.FlightDescriptor.for_path(TABLE), opts).schema
@@ -595,8 +589,6 @@ def test_mtls_adbc():
     with adbc(dict(base, **{"adbc.flight.sql.client_option.mtls_cert_chain": cert.decode(),
                             "adbc.flight.sql.client_option.mtls_private_key": key.decode()}), uri) as conn:
         assert common.sql_scalar(conn, "SELECT 1") == 1
-    import adbc_driver_manager
-
     with pytest.raises(adbc_driver_manager.Error):
         with adbc(base, uri) as conn:
             common.sql_scalar(conn, "SELECT 1")
