@@ -82,6 +82,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		if err != nil {
 			return nil, err
 		}
+		s.log.Info("table created", "table", a.Table, "by", callerName(ctx))
 		return map[string]any{"table": a.Table, "version": tb.State().Version}, nil
 	case ActionDescribeTable:
 		var a struct {

@@ -46,6 +46,7 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 	for retry := 0; ; retry++ {
 		v, err := tb.AddColumns(ctx, fields)
 		if err == nil {
+			s.log.Info("columns added", "table", req.Table, "version", v, "columns", len(fields), "by", callerName(ctx))
 			return map[string]any{"table": req.Table, "version": v}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -76,6 +77,48 @@ type Principal struct {
 
 type principalKey struct{}
 
+// CallerSlot receives the principal of a call from the Auth middleware, for
+// a middleware that runs before it (a call log): WithCallerSlot puts one
+// in the call's context, Auth fills it once the caller is known.
+type CallerSlot struct {
+	mu sync.Mutex
+	p  Principal
+	ok bool
+}
+
+type callerSlotKey struct{}
+
+// WithCallerSlot returns ctx carrying a new, empty CallerSlot.
+func WithCallerSlot(ctx context.Context) (context.Context, *CallerSlot) {
+	slot := &CallerSlot{}
+	return context.WithValue(ctx, callerSlotKey{}, slot), slot
+}
+
+// Principal returns the caller Auth found, if it got that far.
+func (s *CallerSlot) Principal() (Principal, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p, s.ok
+}
+
+func noteCaller(ctx context.Context, p Principal) {
+	if slot, ok := ctx.Value(callerSlotKey{}).(*CallerSlot); ok {
+		slot.mu.Lock()
+		slot.p, slot.ok = p, true
+		slot.mu.Unlock()
+	}
+}
+
+// callerName names the caller of ctx's call for a log line: the token's
+// name or the certificate's subject, "anonymous" without authentication,
+// and "unknown" for a call that came through no Auth middleware.
+func callerName(ctx context.Context) string {
+	if p, ok := PrincipalFromContext(ctx); ok {
+		return p.Name
+	}
+	return "unknown"
+}
+
 // PrincipalFromContext returns the caller of the call ctx belongs to, as
 // the Auth middleware established it.
 func PrincipalFromContext(ctx context.Context) (Principal, bool) {
@@ -118,6 +161,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 			if err != nil {
 				return nil, err
 			}
+			noteCaller(ctx, p)
 			if what, write := classifyMethod(info.FullMethod); write && p.Scope < ScopeWrite {
 				return nil, denied(p, what)
 			}
@@ -132,6 +176,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 			if err != nil {
 				return err
 			}
+			noteCaller(ctx, p)
 			stream := &principalStream{ServerStream: ss, ctx: context.WithValue(ctx, principalKey{}, p)}
 			if p.Scope >= ScopeWrite {
 				return h(srv, stream)
@@ -266,6 +311,7 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 		if err != nil {
 			return err
 		}
+		noteCaller(ctx, p)
 		a.log.Debug("handshake", "principal", p.Name, "via", p.Via)
 		return echoAuthorization(ss)
 	}
@@ -278,6 +324,7 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 		a.log.Info("handshake refused", "reason", status.Convert(err).Message(), "peer", peerAddr(ctx))
 		return err
 	}
+	noteCaller(ctx, p)
 	a.log.Debug("handshake", "principal", p.Name, "scope", p.Scope.String(), "peer", peerAddr(ctx))
 	return ss.SendHeader(metadata.Pairs(authorizationKey, bearerScheme+" "+secret))
 }

@@ -93,6 +93,9 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		// names every failed file) is what the client gets.
 		return nil, Status(&tableError{name: req.Table, err: err})
 	}
+	if rep.Applied {
+		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "deleted_bytes", rep.DeletedBytes, "by", callerName(ctx))
+	}
 	out := VacuumResult{
 		Table: req.Table, Version: rep.Version, OlderThan: rep.OlderThan.UTC().Format(time.RFC3339Nano), Applied: rep.Applied,
 		Artifacts: make([]VacuumArtifact, len(rep.Artifacts)),

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -74,19 +76,30 @@ type calls struct {
 func (c *calls) middleware() flight.ServerMiddleware {
 	return flight.ServerMiddleware{
 		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-			defer c.track(ctx, info.FullMethod)(&err)
+			ctx, caller := flightserver.WithCallerSlot(ctx)
+			defer c.track(ctx, info.FullMethod, caller)(&err)
 			return h(ctx, req)
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
-			defer c.track(ss.Context(), info.FullMethod)(&err)
-			return h(srv, ss)
+			ctx, caller := flightserver.WithCallerSlot(ss.Context())
+			defer c.track(ctx, info.FullMethod, caller)(&err)
+			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 		},
 	}
 }
 
+// ctxStream is a server stream with another context.
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }
+
 // track counts a call in; the function it returns, deferred, counts it out,
-// recovers a panic into *err and logs the outcome.
-func (c *calls) track(ctx context.Context, method string) func(*error) {
+// recovers a panic into *err and logs the outcome, with the caller when
+// authentication named one.
+func (c *calls) track(ctx context.Context, method string, caller *flightserver.CallerSlot) func(*error) {
 	c.inFlight.Add(1)
 	start := time.Now()
 	c.log.Trace(method[strings.LastIndexByte(method, '/')+1:] + " started")
@@ -101,6 +114,9 @@ func (c *calls) track(ctx context.Context, method string) func(*error) {
 		args := []any{"code", code.String(), "duration", time.Since(start).Round(time.Microsecond)}
 		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 			args = append(args, "peer", p.Addr.String())
+		}
+		if p, ok := caller.Principal(); ok && p.Via != "none" {
+			args = append(args, "principal", p.Name)
 		}
 		switch code {
 		case codes.OK:

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/tsflight/tsflight/flightserver"
 )
 
@@ -74,7 +76,7 @@ func (c secureClient) ok(token string, args ...string) string {
 }
 
 func createArgs(table string) []string {
-	return []string{"create", "--index-column", "ts", "--granularity", "1m", table}
+	return []string{"create", "--index-column", "ts", "--granularity", "10s", "--entity", "host", table}
 }
 
 func TestServeTLSWithTokens(t *testing.T) {
@@ -100,6 +102,16 @@ func TestServeTLSWithTokens(t *testing.T) {
 	c.refused(expired, []string{"token old expired at 2020-01-01T00:00:00Z", "(unauthenticated)"}, "tables")
 	c.refused(reader, []string{"action create-table needs write scope; token grafana has read scope", "(permission denied)"}, createArgs("t2")...)
 	c.refused(reader, []string{"action vacuum with apply needs write scope", "(permission denied)"}, "vacuum", "--apply", "t1")
+	lf := &loadFixture{t: t, dir: t.TempDir(), mem: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	rows := lf.writeParquet("rows.parquet", loadFloatSchema, 0, 40, 40)
+	lf.mem.AssertSize(t, 0)
+	c.refused(reader, []string{"DoPut (append to t1) needs write scope; token grafana has read scope", "(permission denied)"}, "load", "t1", rows)
+	c.ok(writer, "load", "t1", rows)
+	c.refused(reader, []string{"action add-columns needs write scope", "(permission denied)"}, "add-columns", "t1", "note:utf8")
+	c.ok(writer, "add-columns", "t1", "note:utf8")
+	if out := c.ok(reader, "scan", "--format", "csv", "t1"); strings.Count(out, "\n") != 41 {
+		t.Errorf("scan with the read token after one load:\n%s", out)
+	}
 	c.ok(reader, "vacuum", "t1") // a dry run reads
 	c.ok(writer, "vacuum", "--apply", "t1")
 	if out := c.ok(writer, "tables", "--format", "csv"); strings.Contains(out, "t2") {
@@ -134,6 +146,21 @@ func TestServeTLSWithTokens(t *testing.T) {
 	}
 	srv.stop()
 	logs := srv.stderr.String()
+	// The call log names the caller (never the secret) of accepted and
+	// refused calls alike.
+	for _, want := range [][]string{
+		{"DoAction: code=OK", "principal=loader"},
+		{"ListFlights: code=OK", "principal=grafana"},
+		{"DoAction refused: code=PermissionDenied", "principal=grafana", "token grafana has read scope"},
+		// Changes to tables are logged at info level with who made them.
+		{"[INFO]", "table created: table=t1 by=loader"},
+		{"[INFO]", "vacuum applied: table=t1", "by=loader"},
+		{"[INFO]", "columns added: table=t1 version=3 columns=1 by=loader"},
+	} {
+		if !logLineWith(logs, want...) {
+			t.Errorf("no line of the call log holds all of %q", want)
+		}
+	}
 	if !strings.Contains(logs, `transport=tls auth="3 token(s) from `) {
 		t.Errorf("the start-up log does not describe TLS and tokens:\n%s", logs)
 	}
@@ -142,6 +169,20 @@ func TestServeTLSWithTokens(t *testing.T) {
 			t.Errorf("the server log contains a secret")
 		}
 	}
+}
+
+// logLineWith reports whether one line of logs holds every fragment.
+func logLineWith(logs string, fragments ...string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		all := true
+		for _, f := range fragments {
+			all = all && strings.Contains(line, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func appendLine(t *testing.T, file, line string) {
