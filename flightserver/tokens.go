@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ type Token struct {
 	Scope Scope
 	// Expires is when the token stops being accepted (zero: never).
 	Expires time.Time
+	// ID is "sha256:" and the first 12 hex digits of the token's hash: it
+	// tells tokens apart without revealing anything usable.
+	ID string
 }
 
 // Expired reports whether the token is no longer accepted at now.
@@ -220,8 +224,9 @@ func parseTokenEntry(entry string) ([sha256.Size]byte, Token, error) {
 			return hash, Token{}, fmt.Errorf("%w: unknown attribute %s (want name= or expires=)", ErrBadTokens, quoteField(key))
 		}
 	}
+	tok.ID = hashPrefix + hex.EncodeToString(hash[:6])
 	if tok.Name == "" {
-		tok.Name = hashPrefix + hex.EncodeToString(hash[:6])
+		tok.Name = tok.ID
 	}
 	return hash, tok, nil
 }
@@ -274,7 +279,8 @@ func (f *TokenFile) Path() string { return f.path }
 func (f *TokenFile) Tokens() *TokenSet { return f.set.Load() }
 
 // Reload reads the file again and reports whether its content changed. On
-// an error the previous set stays in force.
+// an error the previous set stays in force. A file emptied of tokens
+// applies: every token is revoked.
 func (f *TokenFile) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -290,7 +296,10 @@ func (f *TokenFile) Reload() (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if set.Len() == 0 {
+	// A first load without tokens is a mistake (the server would refuse
+	// everyone from the start); a reload without tokens is every token
+	// revoked, and applies.
+	if set.Len() == 0 && f.set.Load() == nil {
 		return false, fmt.Errorf("%w: %s holds no tokens: every client would be refused", ErrBadTokens, f.path)
 	}
 	f.sum = sum
@@ -330,4 +339,103 @@ func AppendTokenLine(path, line string) error {
 		return err
 	}
 	return w.Close()
+}
+
+// ListTokens returns the tokens of the tokens file at path, in file order.
+func ListTokens(path string) ([]Token, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tokens file: %v", ErrBadTokens, err)
+	}
+	if _, err := ParseTokens(bytes.NewReader(data), path); err != nil {
+		return nil, err
+	}
+	var out []Token
+	for _, line := range strings.Split(string(data), "\n") {
+		for entry := range strings.SplitSeq(line, ";") {
+			if entry = strings.TrimSpace(entry); entry != "" && !strings.HasPrefix(entry, "#") {
+				_, tok, _ := parseTokenEntry(entry) // parsed above
+				out = append(out, tok)
+			}
+		}
+	}
+	return out, nil
+}
+
+// RemoveTokens rewrites the tokens file at path without the tokens match
+// selects, keeping every other line (comments included) as it was, and
+// returns the removed tokens. The new file replaces the old one whole
+// (written aside, synced, renamed), so a running server never reads half
+// of it. Nothing is written when nothing matches.
+func RemoveTokens(path string, match func(Token) bool) ([]Token, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tokens file: %v", ErrBadTokens, err)
+	}
+	if _, err := ParseTokens(bytes.NewReader(data), path); err != nil {
+		return nil, err
+	}
+	var removed []Token
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		var kept []string
+		dropped := false
+		for entry := range strings.SplitSeq(line, ";") {
+			e := strings.TrimSpace(entry)
+			if e == "" || strings.HasPrefix(e, "#") {
+				kept = append(kept, entry)
+				continue
+			}
+			_, tok, _ := parseTokenEntry(e)
+			if match(tok) {
+				removed = append(removed, tok)
+				dropped = true
+				continue
+			}
+			kept = append(kept, entry)
+		}
+		switch {
+		case !dropped:
+			out = append(out, line)
+		case strings.TrimSpace(strings.Join(kept, "")) != "":
+			out = append(out, strings.TrimSpace(strings.Join(kept, ";")))
+		}
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	if err := replaceFile(path, []byte(strings.Join(out, "\n"))); err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+	}
+	return removed, nil
+}
+
+// replaceFile writes data to a new file beside path, syncs it and renames
+// it over path, keeping path's permissions.
+func replaceFile(path string, data []byte) error {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

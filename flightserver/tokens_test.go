@@ -169,14 +169,13 @@ func TestTokenFileReload(t *testing.T) {
 		t.Fatal("an earlier set changed under its holder")
 	}
 
-	// Broken, emptied, removed: each an error, B stays in force.
+	// Broken, removed: each an error, B stays in force.
 	second := tf.Tokens()
 	for _, c := range []struct {
 		name, text string
 		frag       string
 	}{
 		{"broken", secretB + " write name=b\n" + secretC + " superuser\n", "line 2"},
-		{"emptied", "# all revoked by mistake\n", "holds no tokens"},
 	} {
 		writeTokens(t, path, c.text)
 		changed, err := tf.Reload()
@@ -197,6 +196,15 @@ func TestTokenFileReload(t *testing.T) {
 	writeTokens(t, path, secretB+" write name=b\n"+secretC+" read\n")
 	if changed, err := tf.Reload(); !changed || err != nil || tf.Tokens().Len() != 2 {
 		t.Fatalf("repaired file: %v %v", changed, err)
+	}
+	// Emptied of tokens: every token is revoked (a first load refuses such
+	// a file; a reload applies it).
+	writeTokens(t, path, "# all revoked\n")
+	if changed, err := tf.Reload(); !changed || err != nil || tf.Tokens().Len() != 0 {
+		t.Fatalf("emptied file: %v %v, %d tokens", changed, err, tf.Tokens().Len())
+	}
+	if _, ok := tf.Tokens().Lookup(secretB); ok {
+		t.Fatal("a token of the emptied file is still accepted")
 	}
 }
 

@@ -187,6 +187,8 @@ func (s *security) reload(why string, force bool) {
 		switch {
 		case err != nil:
 			s.log.Error("tokens file not reloaded; the previous tokens stay in force", "reason", why, "error", err)
+		case changed && s.tokens.Tokens().Len() == 0:
+			s.log.Warn("tokens file reloaded: it holds no tokens, so every call is refused", "reason", why, "path", s.tokens.Path())
 		case changed:
 			s.log.Info("tokens file reloaded", "reason", why, "path", s.tokens.Path(), "tokens", s.tokens.Tokens().Len())
 		}

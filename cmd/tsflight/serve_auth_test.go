@@ -247,7 +247,9 @@ func TestServeReloadsTokensFile(t *testing.T) {
 
 	fresh := newToken(t, tokens, "write", "fresh")
 	c.eventually(fresh, 0, "")
-	removeLines(t, tokens, fresh)
+	if out, stderr, code := runCLI(t, nil, "token", "revoke", "--file", tokens, "fresh"); code != 0 || !strings.HasPrefix(out, "revoked fresh (sha256:") {
+		t.Fatalf("token revoke: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 	c.eventually(fresh, exitFail, "unknown token")
 	c.ok(keeper, "tables")
 	srv.waitLog("tokens file reloaded", time.Second)
@@ -257,6 +259,11 @@ func TestServeReloadsTokensFile(t *testing.T) {
 	c.eventually(soon, 0, "")
 	c.eventually(soon, exitFail, "token soon expired at")
 	c.ok(keeper, "tables")
+
+	// Revoking the last token revokes it: the emptied file applies.
+	removeLines(t, tokens, keeper, soon)
+	c.eventually(keeper, exitFail, "unknown token")
+	srv.waitLog("it holds no tokens, so every call is refused", 5*time.Second)
 	srv.stop()
 }
 
@@ -465,4 +472,54 @@ func TestTokenCommand(t *testing.T) {
 	if after, _ := os.ReadFile(file); strings.Count(string(after), "\n") != 2 {
 		t.Errorf("the refused commands changed the tokens file:\n%s", after)
 	}
+
+	// list shows names, ids, scopes and expiry, never a secret.
+	appendLine(t, file, "# a comment kept by revoke")
+	appendLine(t, file, "plain-secret-typed-by-hand-01 read expires=2020-01-01; "+flightserver.HashToken("another-secret-0123456789")+" write name=batch")
+	stdout, stderr, code := runCLI(t, nil, "token", "list", "--file", file)
+	wantList := cliText(
+		"name                 id                   scope  expires               state",
+		"-------------------  -------------------  -----  --------------------  -------",
+		"grafana              "+idOf(secret)+"  read   2099-01-01T00:00:00Z  active",
+		"loader               "+idOf(second)+"  write  never                 active",
+		idOf("plain-secret-typed-by-hand-01")+"  "+idOf("plain-secret-typed-by-hand-01")+"  read   2020-01-01T00:00:00Z  expired",
+		"batch                "+idOf("another-secret-0123456789")+"  write  never                 active",
+	)
+	if code != 0 || stderr != "" || stdout != wantList {
+		t.Errorf("token list: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, wantList)
+	}
+	if strings.Contains(stdout, "plain-secret") {
+		t.Error("token list shows a secret")
+	}
+	// revoke by name and by id; one entry of a shared line goes, the
+	// other stays; comments stay.
+	stdout, stderr, code = runCLI(t, nil, "token", "revoke", "--file", file, "grafana", idOf("plain-secret-typed-by-hand-01"))
+	if code != 0 || stdout != "revoked grafana ("+idOf(secret)+", read)\nrevoked "+idOf("plain-secret-typed-by-hand-01")+" ("+idOf("plain-secret-typed-by-hand-01")+", read)\n" {
+		t.Errorf("token revoke: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	after, _ := os.ReadFile(file)
+	wantFile := flightserver.HashToken(second) + " write name=loader\n# a comment kept by revoke\n" + flightserver.HashToken("another-secret-0123456789") + " write name=batch\n"
+	if string(after) != wantFile {
+		t.Errorf("tokens file after revoke:\n%s\nwant:\n%s", after, wantFile)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("tokens file mode after revoke %v (%v), want 0600", fi.Mode(), err)
+	}
+	_, stderr, code = runCLI(t, nil, "token", "revoke", "--file", file, "nobody")
+	if code != exitFail || !strings.Contains(stderr, "no token in "+file+" is named nobody: nothing was changed") {
+		t.Errorf("token revoke of an unknown name: exit %d, stderr %q", code, stderr)
+	}
+	if again, _ := os.ReadFile(file); string(again) != wantFile {
+		t.Errorf("a revoke that matched nothing changed the file")
+	}
+	for _, args := range [][]string{{"token", "revoke", "--file", file}, {"token", "list"}, {"token", "list", "--file", file, "extra"}} {
+		if _, stderr, code := runCLI(t, nil, args...); code != exitUsage {
+			t.Errorf("tsflight %q: exit %d, stderr %q; want 2", args, code, stderr)
+		}
+	}
+}
+
+// idOf is the id token list shows for a secret.
+func idOf(secret string) string {
+	return flightserver.HashToken(secret)[:len("sha256:")+12]
 }

@@ -17,7 +17,10 @@ var tokenCmd = &command{
 	Name:    "token",
 	Group:   "server",
 	Summary: "make an access token for serve --auth-tokens (the file keeps only its hash)",
-	Usage:   "tsflight token new --scope read|write [--name NAME] [--expires DURATION|TIME] [--file FILE]\n       tsflight token hash --scope read|write [--name NAME] [--expires DURATION|TIME] < SECRET",
+	Usage: "tsflight token new --scope read|write [--name NAME] [--expires DURATION|TIME] --file FILE\n" +
+		"       tsflight token hash --scope read|write [--name NAME] [--expires DURATION|TIME] < SECRET\n" +
+		"       tsflight token list --file FILE\n" +
+		"       tsflight token revoke --file FILE NAME-OR-ID...",
 	Help: `token new makes a random token (tsf_ and 43 characters), prints it on
 standard output, once, and appends its line to the tokens file --file
 (created readable by its owner only): the SHA-256 hash of the token, its
@@ -28,6 +31,12 @@ change, so a new token works at once and a deleted line revokes its token.
 token hash reads a token you made elsewhere from standard input and prints
 its line for the tokens file (hashed), without writing any file.
 
+token list shows the tokens of a file: name, id (the start of the hash),
+scope, expiry and whether it is expired; never a secret. token revoke
+removes the tokens with the given names or ids (sha256:… as token list
+shows them) from the file, keeping its other lines; a server reading the
+file refuses them from its next reload (SIGHUP, or --reload-interval).
+
 --scope read allows listing, scanning, SQL queries, metadata, coverage and
 gaps; write also allows appending (DoPut), bulk ingest, create-table,
 add-columns and vacuum --apply. --expires is a duration from now (720h)
@@ -36,7 +45,9 @@ docs/security.md says how to deploy it.
 
 Example:
   tsflight token new --scope write --name loader --file /etc/tsflight/tokens
-  tsflight token new --scope read --name grafana --expires 2160h --file /etc/tsflight/tokens`,
+  tsflight token new --scope read --name grafana --expires 2160h --file /etc/tsflight/tokens
+  tsflight token list --file /etc/tsflight/tokens
+  tsflight token revoke --file /etc/tsflight/tokens grafana`,
 }
 
 func init() {
@@ -50,11 +61,15 @@ func runToken(ctx context.Context, e *env, args []string) error {
 			_, err := newFlagSet(tokenCmd).parse(e, args)
 			return err
 		}
-		return usagef("tsflight token needs a subcommand: new or hash")
+		return usagef("tsflight token needs a subcommand: new, hash, list or revoke")
 	}
 	sub, args := args[0], args[1:]
-	if sub != "new" && sub != "hash" {
-		return usagef("unknown token subcommand %q (want new or hash)", sub)
+	switch sub {
+	case "new", "hash":
+	case "list", "revoke":
+		return runTokenFile(e, sub, args)
+	default:
+		return usagef("unknown token subcommand %q (want new, hash, list or revoke)", sub)
 	}
 	fs := newFlagSet(tokenCmd)
 	scope := fs.String("scope", "", "what the token allows: `read` or write (required)")
@@ -143,4 +158,68 @@ func parseExpires(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, usagef("--expires %q is neither a duration (720h) nor an RFC 3339 time or date", s)
+}
+
+// runTokenFile runs token list and token revoke.
+func runTokenFile(e *env, sub string, args []string) error {
+	fs := newFlagSet(tokenCmd)
+	file := fs.String("file", "", "tokens `file` (required)")
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("--file is required: the tokens file the server reads (--auth-tokens)")
+	}
+	if sub == "list" {
+		if len(rest) > 0 {
+			return usagef("unexpected argument %q", rest[0])
+		}
+		toks, err := flightserver.ListTokens(*file)
+		if err != nil {
+			return err
+		}
+		g := &grid{header: []string{"name", "id", "scope", "expires", "state"}}
+		now := time.Now()
+		for _, t := range toks {
+			exp, state := "never", "active"
+			if !t.Expires.IsZero() {
+				exp = t.Expires.UTC().Format(time.RFC3339)
+			}
+			if t.Expired(now) {
+				state = "expired"
+			}
+			g.rows = append(g.rows, []string{t.Name, t.ID, t.Scope.String(), exp, state})
+		}
+		return g.print(e.stdout)
+	}
+	if len(rest) == 0 {
+		return usagef("token revoke needs the names or ids of the tokens to remove (token list shows them)")
+	}
+	want := map[string]bool{}
+	for _, r := range rest {
+		want[r] = true
+	}
+	removed, err := flightserver.RemoveTokens(*file, func(t flightserver.Token) bool { return want[t.Name] || want[t.ID] })
+	if err != nil {
+		return err
+	}
+	for _, t := range removed {
+		delete(want, t.Name)
+		delete(want, t.ID)
+		fmt.Fprintf(e.stdout, "revoked %s (%s, %s)\n", t.Name, t.ID, t.Scope)
+	}
+	if len(want) > 0 {
+		missing := make([]string, 0, len(want))
+		for _, r := range rest {
+			if want[r] {
+				missing = append(missing, r)
+			}
+		}
+		if len(removed) == 0 {
+			return fmt.Errorf("no token in %s is named %s: nothing was changed", *file, strings.Join(missing, ", "))
+		}
+		return fmt.Errorf("no token in %s is named %s (the others were revoked)", *file, strings.Join(missing, ", "))
+	}
+	return nil
 }
