@@ -8,7 +8,9 @@ package flightserver
 // and after and must not change, and the server must still answer a
 // describe and a scan afterwards. With -update-catalogue the test rewrites
 // its sections of docs/reliability-catalogue.md; without it, it fails when
-// that file and the cases disagree. The cases are in catalogue_cases*_test.go.
+// that file and the cases disagree. The cases are in catalogue_*_test.go;
+// those with auth set run on a server with the Auth middleware
+// (catalogue_cases_auth_test.go).
 
 import (
 	"context"
@@ -35,6 +37,11 @@ type badCase struct {
 	frags    []string // the message must contain each
 	// recvLimit, when set, is the server's gRPC receive limit in bytes.
 	recvLimit int
+	// auth runs the server with the Auth middleware and the tokens of
+	// newCatTokens: the fixture, setup and the after-check send the write
+	// token, run picks its own credential (e.anonymous, e.sending,
+	// e.reader), and the message must quote no secret.
+	auth bool
 	// setup prepares an on-disk fault (or a ticket); the "before"
 	// snapshot is taken after it.
 	setup func(e *catEnv)
@@ -48,6 +55,10 @@ type catEnv struct {
 	ctx context.Context
 	// ticket is a ticket a setup obtained for the case to use.
 	ticket *flight.Ticket
+	// bare is ctx without a credential; tok the tokens of an auth case
+	// (ctx then carries the write token).
+	bare context.Context
+	tok  *catTokens
 }
 
 // catFixtureRows are the rows of cpu: steps 0..9 of host_0 and host_1.
@@ -89,8 +100,17 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			if c.recvLimit > 0 {
 				extra = append(extra, grpc.MaxRecvMsgSize(c.recvLimit))
 			}
+			var tok *catTokens
+			if c.auth {
+				tok = newCatTokens(t)
+				extra = append(extra, tok.serverOptions()...)
+			}
 			ts := startGatedServer(t, nil, nil, extra...)
-			e := &catEnv{testServer: ts, ctx: ctxT(t)}
+			e := &catEnv{testServer: ts, ctx: ctxT(t), tok: tok}
+			e.bare = e.ctx
+			if tok != nil {
+				e.ctx = bearer(e.bare, tok.write)
+			}
 			ts.createTSBS(e.ctx, "cpu")
 			ts.mustPut(e.ctx, pathDesc("cpu"), catFixtureRows, 100, 2)
 			ts.createTSBS(e.ctx, "fresh")
@@ -100,6 +120,9 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			before := snapshot(t, ts.root)
 			err := c.run(e)
 			wantCode(t, c.op, err, c.code, c.frags...)
+			if tok != nil {
+				tok.assertNotQuoted(t, err)
+			}
 			d := diffSnapshots(before, snapshot(t, ts.root))
 			if len(d) > 0 {
 				t.Fatalf("%s wrote to the root:\n  %s", c.op, strings.Join(d, "\n  "))
@@ -127,7 +150,7 @@ func (e *catEnv) stillAnswers(t *testing.T) {
 }
 
 func TestBadInputCatalogue(t *testing.T) {
-	cases := flightCatalogue()
+	cases := append(flightCatalogue(), authCatalogue()...)
 	if len(cases) < 40 {
 		t.Fatalf("the catalogue holds %d cases; issue 8 asks for at least 40", len(cases))
 	}
@@ -161,6 +184,14 @@ after, counted from after the setup for cases whose fault the test puts on
 disk itself (a corrupt commit, a deleted segment, …). And the server still
 answers afterwards: a describe and a scan of the untouched table succeed,
 at the version it had, so no case panicked it or committed anything.
+
+The authentication cases run on a server with the token middleware
+([security.md](security.md)) and four tokens: READER (read scope, named
+reader), WRITER (write scope, named writer), OLD (write scope, named old,
+expired 2020-01-01) and GONE (write scope, named gone, which the setup
+revokes); the Flight SQL ones, on its TLS listener, have READER and WRITER.
+The fixture, the setups and the after-check send WRITER; each case sends
+the credential its row names, and its message must quote no secret.
 
 The Go sections are generated: ` + "`go test ./flightserver -run TestBadInputCatalogue -update-catalogue`" + ` and
 ` + "`go test -tags duckdb_arrow ./flightsql -run TestSQLBadInputCatalogue -update-catalogue`" + `
