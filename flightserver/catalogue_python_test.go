@@ -42,7 +42,7 @@ pyarrow raises (with the gRPC status it carries) or the ADBC ` + "`" + `status_c
 | P16 | SQL syntax error | ADBC: cursor.execute | ` + "`" + `test_adbc_syntax_error` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `syntax error` + "`" + ` | nothing |
 | P17 | query of an unknown table | ADBC: cursor.execute | ` + "`" + `test_adbc_unknown_table` + "`" + ` | NOT_FOUND | ` + "`" + `nosuch_table` + "`" + ` | nothing |
 | P18 | INSERT | ADBC: cursor.execute | ` + "`" + `test_adbc_insert_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `read-only` + "`" + ` · ` + "`" + `INSERT` + "`" + ` | nothing |
-| P19 | read_csv('/etc/passwd') | ADBC: cursor.execute | ` + "`" + `test_adbc_read_file_refused` + "`" + ` | UNAUTHORIZED (PERMISSION_DENIED) | ` + "`" + `/etc/passwd` + "`" + ` | nothing |
+| P19 | read_csv('/etc/passwd') | ADBC: cursor.execute | ` + "`" + `test_adbc_read_file_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `table function read_csv is not available` + "`" + ` | nothing |
 `
 
 // checkPythonCases fails when a test named in the Python section is not in

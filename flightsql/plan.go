@@ -98,7 +98,12 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	for _, r := range a.refs {
 		name, ok := ourTable(r, names)
 		if !ok {
-			continue
+			if r.catalog == "" && r.schema == "" && a.cteNames[strings.ToLower(r.name)] {
+				continue // a common table expression
+			}
+			// Not a table of the root: DuckDB's own catalog (pg_settings,
+			// duckdb_logs, information_schema) is not for clients.
+			return nil, unknownTable(r, names)
 		}
 		if _, seen := byTable[name]; !seen {
 			inline[name] = !a.cteNames[strings.ToLower(name)]
@@ -231,4 +236,23 @@ func ourTable(r *tableRef, names []string) (string, bool) {
 		}
 	}
 	return found, found != ""
+}
+
+// unknownTable is the error of a reference to no table of the root.
+func unknownTable(r *tableRef, names []string) error {
+	full := r.name
+	if r.schema != "" {
+		full = r.schema + "." + full
+	}
+	if r.catalog != "" {
+		full = r.catalog + "." + full
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > 20 {
+		list = strings.Join(names[:20], ", ") + fmt.Sprintf(", … (%d in all)", len(names))
+	}
+	if len(names) == 0 {
+		list = "none yet"
+	}
+	return status.Errorf(codes.NotFound, "table %s does not exist (tables: %s)", truncateName(full), list)
 }

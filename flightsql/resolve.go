@@ -127,6 +127,9 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 	}
 	a := &analysis{cteNames: map[string]bool{}}
 	stmt, _ := stmts[0].(map[string]any)
+	if err := checkFunctions(stmt); err != nil {
+		return nil, err
+	}
 	a.collect(stmt)
 	a.constrain(stmt)
 	return a, nil
