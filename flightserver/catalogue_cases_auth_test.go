@@ -252,7 +252,7 @@ func authCatalogue() []badCase {
 				}
 			},
 			run: func(e *catEnv) error { return e.reader().act(ActionVacuum, catVacuum(true)) }},
-		{name: "read token vacuums with a body that is not JSON", category: scope, op: "DoAction vacuum `{apply`, Bearer READER", code: codes.PermissionDenied, frags: []string{"action vacuum (with a body that is not JSON) needs write scope", reader}, auth: true,
+		{name: "read token vacuums with a body that is not JSON", category: scope, op: "DoAction vacuum `{apply`, Bearer READER", code: codes.PermissionDenied, frags: []string{"action vacuum (with a body that does not decode) needs write scope", reader}, auth: true,
 			run: func(e *catEnv) error { return e.reader().act(ActionVacuum, `{apply`) }},
 		{name: "read token calls an action the server does not list", category: scope, op: "DoAction drop-table, Bearer READER", code: codes.PermissionDenied, frags: []string{"action drop-table needs write scope", reader}, auth: true,
 			run: func(e *catEnv) error { return e.reader().act("drop-table", `{"table":"cpu"}`) }},

@@ -30,6 +30,9 @@ type ScanRequest struct {
 // decodeStrict decodes a JSON object into v, refusing unknown fields and
 // trailing data, with errors that name the request.
 func decodeStrict(what string, data []byte, v any) error {
+	if key, dup := duplicateKey(data); dup {
+		return invalid("%s: the JSON body gives %q more than once", what, truncate(key, 64))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -40,6 +43,54 @@ func decodeStrict(what string, data []byte, v any) error {
 		return invalid("%s: unexpected data after the JSON body", what)
 	}
 	return nil
+}
+
+// duplicateKey finds a key given twice in one object of a JSON value,
+// comparing keys without case as encoding/json matches them to fields:
+// {"apply": true, "APPLY": null} means different things to readers that
+// keep the first, the last or one spelling, so it is refused. Malformed
+// JSON reports nothing (the decoder says what is wrong).
+func duplicateKey(data []byte) (string, bool) {
+	type level struct {
+		keys      map[string]bool // nil for an array
+		expectKey bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+			l := &level{}
+			if d == '{' {
+				l.keys, l.expectKey = map[string]bool{}, true
+			}
+			stack = append(stack, l)
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+		} else if key, ok := tok.(string); ok && len(stack) > 0 && stack[len(stack)-1].expectKey {
+			top := stack[len(stack)-1]
+			k := strings.ToLower(key)
+			if top.keys[k] {
+				return key, true
+			}
+			top.keys[k] = true
+			top.expectKey = false
+			continue
+		}
+		// A value ended.
+		if len(stack) == 0 {
+			return "", false
+		}
+		if top := stack[len(stack)-1]; top.keys != nil {
+			top.expectKey = true
+		}
+	}
 }
 
 // parseIndexValue reads one index bound for the table's index type.

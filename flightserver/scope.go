@@ -5,7 +5,6 @@ package flightserver
 // added later is refused to read tokens until it is classified here.
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -92,14 +91,14 @@ func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
 func classifyAction(a *flight.Action) (what string, write bool) {
 	typ := a.GetType()
 	what = "action " + truncate(typ, 64)
-	if typ == "vacuum" {
-		var body struct {
-			Apply *bool `json:"apply"`
+	if typ == ActionVacuum {
+		// Decoded exactly as the action decodes it, so that the two can
+		// never disagree on whether a body applies.
+		var body vacuumRequest
+		if err := decodeStrict(typ, a.GetBody(), &body); err != nil {
+			return "action vacuum (with a body that does not decode)", true
 		}
-		if err := json.Unmarshal(a.GetBody(), &body); err != nil {
-			return "action vacuum (with a body that is not JSON)", true
-		}
-		if body.Apply != nil && *body.Apply {
+		if body.Apply {
 			return "action vacuum with apply", true
 		}
 		return what, false

@@ -6,10 +6,13 @@
 package flightserver
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -80,7 +83,12 @@ func TestScopeVacuumBody(t *testing.T) {
 		{`{"table":"cpu","older_than":"2024-01-01T00:00:00Z"}`, false},
 		{`{"table":"cpu","apply":true}`, true},
 		{`{"table":"cpu","Apply":true}`, true}, // encoding/json matches keys as the action does
-		{`{"apply":false,"apply":true}`, true}, // the last one wins, as in the action
+		{`{"apply":false,"apply":true}`, true}, // a key twice is refused, as by the action
+		// The security review's bypass: a later null left a *bool nil
+		// here while the action's bool stayed true.
+		{`{"table":"cpu","apply":true,"apply":null}`, true},
+		{`{"table":"cpu","APPLY":true,"apply":null}`, true},
+		{`{"table":"cpu","bogus":1}`, true}, // the action refuses it too
 		{`{"table":"cpu","apply":"true"}`, true},
 		{`{"table":"cpu"} {"apply":true}`, true},
 		{`not json`, true},
@@ -143,5 +151,28 @@ func TestScopeMethods(t *testing.T) {
 		if _, write := classifyMethod(m); !write {
 			t.Errorf("%s classified read", m)
 		}
+	}
+}
+
+func TestDuplicateKey(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1,"b":2}`:                       "",
+		`{"a":{"a":1},"b":[{"a":1},{"a":2}]}`: "",
+		`{"a":1,"a":2}`:                       "a",
+		`{"apply":true,"APPLY":null}`:         "APPLY",
+		`{"x":{"k":1,"k":2}}`:                 "k",
+		`[{"k":1},{"k":1,"K":2}]`:             "K",
+		`{"a":[1,{"b":2}],"c":"a","a":3}`:     "a",
+		`"a"`:                                 "",
+		`not json`:                            "",
+	} {
+		key, dup := duplicateKey([]byte(body))
+		if dup != (want != "") || key != want {
+			t.Errorf("duplicateKey(%s) = %q, %v; want %q", body, key, dup, want)
+		}
+	}
+	err := decodeStrict("vacuum", []byte(`{"table":"cpu","apply":true,"apply":null}`), &vacuumRequest{})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `vacuum: the JSON body gives "apply" more than once`) {
+		t.Errorf("decodeStrict of a duplicate key: %v", err)
 	}
 }
