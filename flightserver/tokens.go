@@ -279,12 +279,25 @@ func (f *TokenFile) Path() string { return f.path }
 func (f *TokenFile) Tokens() *TokenSet { return f.set.Load() }
 
 // Reload reads the file again and reports whether its content changed. On
-// an error the previous set stays in force. A file emptied of tokens
+// an error (a line that does not parse, a file that cannot be read) the
+// previous set stays in force. A file emptied of tokens, or deleted,
 // applies: every token is revoked.
 func (f *TokenFile) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) && f.set.Load() != nil {
+		// A tokens file deleted while serving revokes every token: a
+		// server must not go on accepting what its file no longer lists.
+		// (Editors and config tools replace files by renaming, so a
+		// missing file is not a moment of an ordinary edit.)
+		if f.set.Load().Len() == 0 && f.sum == ([sha256.Size]byte{}) {
+			return false, nil
+		}
+		f.sum = [sha256.Size]byte{}
+		f.set.Store(&TokenSet{byHash: map[[sha256.Size]byte]Token{}})
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("%w: tokens file: %v", ErrBadTokens, err)
 	}

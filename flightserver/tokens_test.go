@@ -169,7 +169,7 @@ func TestTokenFileReload(t *testing.T) {
 		t.Fatal("an earlier set changed under its holder")
 	}
 
-	// Broken, removed: each an error, B stays in force.
+	// Broken: an error, B stays in force.
 	second := tf.Tokens()
 	for _, c := range []struct {
 		name, text string
@@ -189,8 +189,13 @@ func TestTokenFileReload(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := tf.Reload(); changed || !errors.Is(err, ErrBadTokens) || tf.Tokens() != second {
-		t.Fatalf("removed file: %v %v", changed, err)
+	// Deleted: every token is revoked (once; reloading again changes
+	// nothing).
+	if changed, err := tf.Reload(); !changed || err != nil || tf.Tokens().Len() != 0 {
+		t.Fatalf("removed file: %v %v, %d tokens", changed, err, tf.Tokens().Len())
+	}
+	if changed, err := tf.Reload(); changed || err != nil || tf.Tokens().Len() != 0 {
+		t.Fatalf("removed file, reloaded again: %v %v", changed, err)
 	}
 	// Fixed again: reloaded.
 	writeTokens(t, path, secretB+" write name=b\n"+secretC+" read\n")

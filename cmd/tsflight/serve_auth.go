@@ -102,6 +102,9 @@ type security struct {
 	tls    *flightserver.ServerTLS // nil: plaintext
 	auth   *flightserver.Auth
 	stamps map[string]fileStamp // TLS files as last loaded
+	// lastTokensErr is the last reload error logged, so that a broken file
+	// is reported once, not at every poll.
+	lastTokensErr string
 }
 
 // newSecurity loads the tokens and TLS files the flags name.
@@ -186,11 +189,19 @@ func (s *security) reload(why string, force bool) {
 		changed, err := s.tokens.Reload()
 		switch {
 		case err != nil:
-			s.log.Error("tokens file not reloaded; the previous tokens stay in force", "reason", why, "error", err)
+			// Said once per distinct error, not at every poll; SIGHUP
+			// says it again.
+			if msg := err.Error(); msg != s.lastTokensErr || why == "SIGHUP" {
+				s.log.Error("tokens file not reloaded; the previous tokens stay in force", "reason", why, "error", err)
+				s.lastTokensErr = msg
+			}
 		case changed && s.tokens.Tokens().Len() == 0:
-			s.log.Warn("tokens file reloaded: it holds no tokens, so every call is refused", "reason", why, "path", s.tokens.Path())
+			s.log.Warn("tokens file reloaded: it holds no tokens (or is gone), so every call is refused", "reason", why, "path", s.tokens.Path())
 		case changed:
 			s.log.Info("tokens file reloaded", "reason", why, "path", s.tokens.Path(), "tokens", s.tokens.Tokens().Len())
+		}
+		if err == nil {
+			s.lastTokensErr = ""
 		}
 	}
 	if s.tls != nil {

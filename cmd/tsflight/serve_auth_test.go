@@ -260,10 +260,34 @@ func TestServeReloadsTokensFile(t *testing.T) {
 	c.eventually(soon, exitFail, "token soon expired at")
 	c.ok(keeper, "tables")
 
+	// A broken file keeps the tokens in force and is reported once, not
+	// at every poll.
+	good, err := os.ReadFile(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, tokens, "this-line-has-a-bad-scope-0001 admin")
+	srv.waitLog("tokens file not reloaded; the previous tokens stay in force", 5*time.Second)
+	time.Sleep(time.Second) // ten polls
+	if n := strings.Count(srv.stderr.String(), "tokens file not reloaded"); n != 1 {
+		t.Errorf("a broken tokens file was reported %d times in 1 s of polling, want once", n)
+	}
+	c.ok(keeper, "tables")
+
+	// A deleted file revokes every token; written again, it applies.
+	if err := os.Remove(tokens); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(keeper, exitFail, "unknown token")
+	if err := os.WriteFile(tokens, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(keeper, 0, "")
+
 	// Revoking the last token revokes it: the emptied file applies.
 	removeLines(t, tokens, keeper, soon)
 	c.eventually(keeper, exitFail, "unknown token")
-	srv.waitLog("it holds no tokens, so every call is refused", 5*time.Second)
+	srv.waitLog("it holds no tokens (or is gone), so every call is refused", 5*time.Second)
 	srv.stop()
 }
 
