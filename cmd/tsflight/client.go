@@ -46,6 +46,7 @@ type serverFlags struct {
 	clientCert string
 	clientKey  string
 	serverName string
+	insecure   bool
 }
 
 // serverFlag adds --server and the credential flags to fs, each with its
@@ -58,6 +59,7 @@ func serverFlag(fs *flagSet) *serverFlags {
 	fs.StringVar(&s.clientCert, "client-cert", "", "PEM `file` of a client certificate, for servers that require one (--tls-client-ca)")
 	fs.StringVar(&s.clientKey, "client-key", "", "PEM `file` of the client certificate's key")
 	fs.StringVar(&s.serverName, "tls-server-name", "", "`name` to verify the server's certificate against (default: the host of --server)")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow sending --token over plaintext grpc:// to a server that is not on this machine")
 	fs.fromEnv("server", "TSFLIGHT_SERVER")
 	fs.fromEnv("token", "TSFLIGHT_TOKEN")
 	fs.fromEnv("tls-ca", "TSFLIGHT_TLS_CA")
@@ -170,6 +172,9 @@ func dialServer(s *serverFlags) (*client, error) {
 	creds, err := s.transport(useTLS, host)
 	if err != nil {
 		return nil, err
+	}
+	if s.token != "" && !useTLS && !s.insecure && !loopbackOnly(addr) {
+		return nil, usagef("a token over grpc:// to %s would cross the network in clear text: use grpc+tls://%s, or --insecure on a network you trust", addr, addr)
 	}
 	c := &client{addr: addr}
 	opts := []grpc.DialOption{

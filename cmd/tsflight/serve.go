@@ -225,6 +225,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBound(cfg.listen, lis.Addr(), sec.auth.Enabled(), cfg.sec.insecure); err != nil {
+		lis.Close()
+		return err
+	}
 	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"), cfg.maxResultRows)
 	if err != nil {
 		lis.Close()

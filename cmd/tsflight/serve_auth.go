@@ -93,6 +93,17 @@ func loopbackOnly(listen string) bool {
 	return true
 }
 
+// checkBound is the listen guard again, on the address the socket was
+// bound to: the flag check resolved the name, which may resolve
+// differently the second time.
+func checkBound(listen string, bound net.Addr, authenticated, insecure bool) error {
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() || authenticated || insecure {
+		return nil
+	}
+	return fmt.Errorf("--listen %s bound %s, which is not a loopback address, and no authentication is configured: give --auth-tokens, or --insecure", listen, tcp.IP)
+}
+
 // security is serve's running authentication and TLS.
 type security struct {
 	flags  *securityFlags

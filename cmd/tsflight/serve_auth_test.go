@@ -334,6 +334,45 @@ func TestServeTokensFromEnvironment(t *testing.T) {
 	srv.stop()
 }
 
+// A client does not send a token in clear text beyond loopback unless
+// told --insecure.
+func TestClientRefusesPlaintextTokenBeyondLoopback(t *testing.T) {
+	tokens := writeTokens(t)
+	const secret = "a-token-for-the-listen-test-01"
+	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "0.0.0.0:0", "--auth-tokens", tokens)
+	_, port, _ := net.SplitHostPort(srv.addr)
+	ip := nonLoopbackIP(t)
+	if ip == "" {
+		t.Skip("this machine has no non-loopback IPv4 address")
+	}
+	remote := "grpc://" + net.JoinHostPort(ip, port)
+	_, stderr, code := runCLI(t, []string{"TSFLIGHT_TOKEN=" + secret}, "tables", "--server", remote)
+	if code != exitUsage || !strings.Contains(stderr, "would cross the network in clear text") || strings.Contains(stderr, secret) {
+		t.Errorf("token over grpc:// to %s: exit %d, stderr %q; want a usage error", remote, code, stderr)
+	}
+	if _, stderr, code := runCLI(t, []string{"TSFLIGHT_TOKEN=" + secret}, "tables", "--insecure", "--server", remote); code != 0 {
+		t.Errorf("token over grpc:// with --insecure: exit %d, stderr %q", code, stderr)
+	}
+	// Loopback needs no --insecure.
+	if _, stderr, code := runCLI(t, []string{"TSFLIGHT_TOKEN=" + secret}, "tables", "--server", "grpc://127.0.0.1:"+port); code != 0 {
+		t.Errorf("token over grpc:// to loopback: exit %d, stderr %q", code, stderr)
+	}
+	srv.stop()
+}
+
+func nonLoopbackIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
 // Mutual TLS: the client's certificate must chain to --tls-client-ca.
 // Client certificates alone are authentication enough to listen on every
 // interface.
@@ -391,6 +430,29 @@ func TestServeListenGuard(t *testing.T) {
 		srv.stop()
 		if logs := srv.stderr.String(); tc.warn != "" && !strings.Contains(logs, tc.warn) {
 			t.Errorf("serve %q: no warning %q in the log:\n%s", tc.args, tc.warn, logs)
+		}
+	}
+}
+
+func TestCheckBound(t *testing.T) {
+	lo := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8815}
+	any := &net.TCPAddr{IP: net.IPv4zero, Port: 8815}
+	lan := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8815}
+	for _, c := range []struct {
+		bound          net.Addr
+		auth, insecure bool
+		refused        bool
+	}{
+		{lo, false, false, false},
+		{&net.TCPAddr{IP: net.IPv6loopback}, false, false, false},
+		{any, false, false, true},
+		{lan, false, false, true},
+		{lan, true, false, false},
+		{lan, false, true, false},
+	} {
+		err := checkBound("db.example:8815", c.bound, c.auth, c.insecure)
+		if (err != nil) != c.refused || (err != nil && !strings.Contains(err.Error(), "--listen db.example:8815 bound")) {
+			t.Errorf("checkBound(%v, auth=%v, insecure=%v) = %v, want refused=%v", c.bound, c.auth, c.insecure, err, c.refused)
 		}
 	}
 }
