@@ -7,17 +7,10 @@ package flightserver
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,6 +26,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
 // authBenchModes are the sub-benchmarks, in the order they run.
@@ -131,7 +126,7 @@ func startAuthBench(b *testing.B, root string) *authBenchEnv {
 	dir := b.TempDir()
 	e := &authBenchEnv{addrs: map[string]string{}, clients: map[string]flight.Client{}, steps: map[string]int{}}
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	e.pool = selfSignedLoopbackCert(b, certFile, keyFile)
+	e.pool = loopbackCert(b, certFile, keyFile)
 	var err error
 	if e.token, err = NewToken(); err != nil {
 		b.Fatal(err)
@@ -216,44 +211,13 @@ func (e *authBenchEnv) stop() {
 	}
 }
 
-// selfSignedLoopbackCert writes an ECDSA P-256 certificate for 127.0.0.1
-// and its key, and returns a pool that trusts it.
-func selfSignedLoopbackCert(b *testing.B, certFile, keyFile string) *x509.CertPool {
+// loopbackCert writes an ECDSA P-256 certificate for 127.0.0.1
+// (signed by a throwaway CA) and its key, and returns a pool that trusts it.
+func loopbackCert(b *testing.B, certFile, keyFile string) *x509.CertPool {
 	b.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "tsflight bench server"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := errors.Join(os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600),
-		os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)); err != nil {
-		b.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool
+	ca := tlstest.NewCA(b, "tsflight bench CA")
+	ca.IssueTo(b, "tsflight bench server", true, certFile, keyFile)
+	return ca.Pool
 }
 
 // An authCall makes one call in mode, timing it itself; work before the

@@ -7,21 +7,13 @@ package flightserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,55 +23,29 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
-// testPKI is a throwaway certificate authority with a server certificate
-// (SAN 127.0.0.1 and localhost) and a client certificate, as PEM files in
-// a temporary directory.
+// testPKI is a throwaway certificate authority (package tlstest) with a
+// server certificate (SAN 127.0.0.1 and localhost) and a client
+// certificate, as PEM files in a temporary directory.
 type testPKI struct {
-	dir                      string
+	ca                       *tlstest.CA
 	caFile                   string
 	certFile, keyFile        string // the server's
 	clientCert               tls.Certificate
 	pool                     *x509.CertPool
-	caCert                   *x509.Certificate
-	caKey                    *ecdsa.PrivateKey
-	serial                   atomic.Int64
 	clientCertFile, clientKF string
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir()}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(p.serial.Add(1)),
-		Subject:               pkix.Name{CommonName: "tsflight test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.caCert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	p.caKey = key
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(p.caCert)
-	p.caFile = filepath.Join(p.dir, "ca.pem")
-	writePEM(t, p.caFile, "CERTIFICATE", der)
-	p.certFile, p.keyFile = filepath.Join(p.dir, "server.pem"), filepath.Join(p.dir, "server.key")
-	p.issue(t, "tsflight test server", true, p.certFile, p.keyFile)
-	p.clientCertFile, p.clientKF = filepath.Join(p.dir, "client.pem"), filepath.Join(p.dir, "client.key")
-	p.issue(t, "tsflight test client", false, p.clientCertFile, p.clientKF)
+	ca := tlstest.NewCA(t, "tsflight test CA")
+	p := &testPKI{ca: ca, caFile: ca.File, pool: ca.Pool}
+	p.certFile, p.keyFile = ca.Issue(t, "tsflight test server", true)
+	p.clientCertFile, p.clientKF = ca.Issue(t, "tsflight test client", false)
+	var err error
 	if p.clientCert, err = tls.LoadX509KeyPair(p.clientCertFile, p.clientKF); err != nil {
 		t.Fatal(err)
 	}
@@ -90,40 +56,7 @@ func newTestPKI(t *testing.T) *testPKI {
 // or a client one) and writes it and its key to certFile and keyFile.
 func (p *testPKI) issue(t *testing.T, cn string, server bool, certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial.Add(1)),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p.ca.IssueTo(t, cn, server, certFile, keyFile)
 }
 
 // tlsClient is an arrow-go Flight client trusting the test CA and

@@ -10,19 +10,9 @@ package flightsql
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
 // sqlAuthEnv is a TLS Flight SQL listener whose tokens are a read token
@@ -51,41 +42,6 @@ type sqlAuthEnv struct {
 	*sqlServer
 	caPEM       []byte
 	read, write string
-}
-
-// testCert signs a certificate with the CA (self-signed when ca is nil)
-// and returns it and its key.
-func testCert(t *testing.T, cn string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, serial int64) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-	if ca == nil {
-		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-		ca, caKey = tmpl, key
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // startSQLAuth is startSQLWith with the Auth middleware and TLS.
@@ -98,21 +54,10 @@ func startSQLAuth(t *testing.T) *sqlAuthEnv {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	ca, caKey, caPEM := testCert(t, "tsflight test CA", nil, nil, 1)
-	_, key, certPEM := testCert(t, "tsflight test server", ca, caKey, 2)
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.caPEM = caPEM
-	files := flightserver.TLSFiles{CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server.key")}
-	if err := os.WriteFile(files.CertFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(files.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := tlstest.NewCA(t, "tsflight test CA")
+	e.caPEM = ca.PEM
+	var files flightserver.TLSFiles
+	files.CertFile, files.KeyFile = ca.Issue(t, "tsflight test server", true)
 	st, err := flightserver.NewServerTLS(files)
 	if err != nil {
 		t.Fatal(err)
@@ -122,52 +67,19 @@ func startSQLAuth(t *testing.T) *sqlAuthEnv {
 		t.Fatal(err)
 	}
 
-	s := &sqlServer{
-		t:      t,
-		root:   t.TempDir(),
-		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		logs:   &syncBuffer{},
-	}
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: s.logs, JSONFormat: true})
-	fo := flightserver.DefaultOptions(s.root)
-	fo.Alloc, fo.ScanAlloc, fo.Logger = s.srvMem, s.srvMem, log
-	if s.svc, err = flightserver.New(fo); err != nil {
-		t.Fatal(err)
-	}
-	so := DefaultOptions()
-	so.Alloc, so.Logger, so.Threads = s.srvMem, log, 2
-	if s.sql, err = New(context.Background(), s.svc, so); err != nil {
-		t.Fatal(err)
-	}
-	auth := flightserver.NewAuth(flightserver.AuthOptions{Tokens: func() *flightserver.TokenSet { return tokens }, Logger: log.Named("auth")})
-	s.srv = flight.NewServerWithMiddleware([]flight.ServerMiddleware{auth.Middleware()}, append(s.svc.GRPCOptions(), st.ServerOption())...)
-	s.srv.RegisterFlightService(s.sql.Service())
-	if err := s.srv.Init("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.srv.Serve() }()
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	s.client, err = flightsql.NewClient(s.srv.Addr().String(), nil, nil,
-		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.client.Alloc = s.cliMem
+	logs := &syncBuffer{}
+	auth := flightserver.NewAuth(flightserver.AuthOptions{Tokens: func() *flightserver.TokenSet { return tokens },
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs, JSONFormat: true})})
+	s := startSQLServer(t, sqlStart{
+		mw:          []flight.ServerMiddleware{auth.Middleware()},
+		serverOpts:  []grpc.ServerOption{st.ServerOption()},
+		clientCreds: credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}),
+		trace:       true,
+	})
+	// Registered after the server's cleanup, so run before it.
 	t.Cleanup(func() {
-		s.client.Close()
-		s.srv.Shutdown()
-		<-served
-		if err := s.sql.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		s.cliMem.AssertSize(t, 0)
-		s.srvMem.AssertSize(t, 0)
 		for _, secret := range []string{e.read, e.write} {
-			if strings.Contains(s.logs.String(), secret) {
+			if strings.Contains(s.logs.String(), secret) || strings.Contains(logs.String(), secret) {
 				t.Errorf("the server logged a secret")
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -67,6 +68,25 @@ func startSQL(t *testing.T) *sqlServer {
 // startSQLWith is startSQL with tweak applied to the Flight SQL options.
 func startSQLWith(t *testing.T, tweak func(*Options)) *sqlServer {
 	t.Helper()
+	return startSQLServer(t, sqlStart{tweak: tweak})
+}
+
+// sqlStart says how startSQLServer starts a server; the zero value is
+// startSQL's plaintext server without middleware.
+type sqlStart struct {
+	tweak      func(*Options)            // applied to the Flight SQL options
+	mw         []flight.ServerMiddleware // server middleware
+	serverOpts []grpc.ServerOption       // more gRPC server options (TLS)
+	// clientCreds are the test client's transport credentials (nil:
+	// plaintext).
+	clientCreds credentials.TransportCredentials
+	trace       bool // log at trace level (default debug)
+}
+
+// startSQLServer starts a Flight SQL server on a fresh root, on a loopback
+// port, with a client; both checked for leaked Arrow memory at the end.
+func startSQLServer(t *testing.T, c sqlStart) *sqlServer {
+	t.Helper()
 	s := &sqlServer{
 		t:      t,
 		root:   t.TempDir(),
@@ -74,7 +94,11 @@ func startSQLWith(t *testing.T, tweak func(*Options)) *sqlServer {
 		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		logs:   &syncBuffer{},
 	}
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: s.logs, JSONFormat: true})
+	level := hclog.Debug
+	if c.trace {
+		level = hclog.Trace
+	}
+	log := hclog.New(&hclog.LoggerOptions{Level: level, Output: s.logs, JSONFormat: true})
 	fo := flightserver.DefaultOptions(s.root)
 	fo.Alloc = s.srvMem
 	fo.ScanAlloc = s.srvMem
@@ -88,22 +112,26 @@ func startSQLWith(t *testing.T, tweak func(*Options)) *sqlServer {
 	so.Alloc = s.srvMem
 	so.Logger = log
 	so.Threads = 2
-	if tweak != nil {
-		tweak(so)
+	if c.tweak != nil {
+		c.tweak(so)
 	}
 	s.sql, err = New(context.Background(), svc, so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv = flight.NewServerWithMiddleware(nil, svc.GRPCOptions()...)
+	s.srv = flight.NewServerWithMiddleware(c.mw, append(svc.GRPCOptions(), c.serverOpts...)...)
 	s.srv.RegisterFlightService(s.sql.Service())
 	if err := s.srv.Init("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve() }()
+	creds := c.clientCreds
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
 	s.client, err = flightsql.NewClient(s.srv.Addr().String(), nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		t.Fatal(err)

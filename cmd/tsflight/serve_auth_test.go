@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
 // newToken runs "tsflight token new" and returns the secret it printed.
@@ -80,8 +81,8 @@ func createArgs(table string) []string {
 }
 
 func TestServeTLSWithTokens(t *testing.T) {
-	ca := newTestCA(t, "tsflight-test")
-	cert, key := ca.issue("server", true)
+	ca := tlstest.NewCA(t, "tsflight-test")
+	cert, key := ca.Issue(t, "server", true)
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	writer := newToken(t, tokens, "write", "loader")
 	reader := newToken(t, tokens, "read", "grafana")
@@ -90,7 +91,7 @@ func TestServeTLSWithTokens(t *testing.T) {
 
 	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "trace",
 		"--auth-tokens", tokens, "--tls-cert", cert, "--tls-key", key)
-	c := secureClient{t: t, uri: "grpc+tls://" + srv.addr, caFile: ca.CAFile}
+	c := secureClient{t: t, uri: "grpc+tls://" + srv.addr, caFile: ca.File}
 
 	c.ok(writer, createArgs("t1")...)
 	if out := c.ok(reader, "tables", "--format", "csv"); !strings.Contains(out, "\nt1,") {
@@ -129,7 +130,7 @@ func TestServeTLSWithTokens(t *testing.T) {
 		t.Errorf("plaintext client to a TLS server: exit %d, stderr %q; want %d", code, stderr, exitUnavailable)
 	}
 	// TLS flags without grpc+tls:// are a usage error.
-	if _, stderr, code := runCLI(t, []string{"TSFLIGHT_TLS_CA=" + ca.CAFile}, "tables", "--server", "grpc://"+srv.addr); code != exitUsage ||
+	if _, stderr, code := runCLI(t, []string{"TSFLIGHT_TLS_CA=" + ca.File}, "tables", "--server", "grpc://"+srv.addr); code != exitUsage ||
 		!strings.Contains(stderr, "need a grpc+tls:// --server") {
 		t.Errorf("--tls-ca with grpc://: exit %d, stderr %q", code, stderr)
 	}
@@ -377,16 +378,16 @@ func nonLoopbackIP(t *testing.T) string {
 // Client certificates alone are authentication enough to listen on every
 // interface.
 func TestServeMutualTLS(t *testing.T) {
-	ca := newTestCA(t, "tsflight-test")
-	cert, key := ca.issue("server", true)
-	clientCert, clientKey := ca.issue("client", false)
-	other := newTestCA(t, "other")
-	otherCert, otherKey := other.issue("stranger", false)
+	ca := tlstest.NewCA(t, "tsflight-test")
+	cert, key := ca.Issue(t, "server", true)
+	clientCert, clientKey := ca.Issue(t, "client", false)
+	other := tlstest.NewCA(t, "other")
+	otherCert, otherKey := other.Issue(t, "stranger", false)
 
 	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "0.0.0.0:0",
-		"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CAFile)
+		"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.File)
 	_, port, _ := net.SplitHostPort(srv.addr)
-	c := secureClient{t: t, uri: "grpc+tls://127.0.0.1:" + port, caFile: ca.CAFile}
+	c := secureClient{t: t, uri: "grpc+tls://127.0.0.1:" + port, caFile: ca.File}
 	if out := c.ok("", "tables", "--client-cert", clientCert, "--client-key", clientKey, "--format", "csv"); out != "table,rows,bytes,columns\n" {
 		t.Errorf("tables with a client certificate: %q", out)
 	}
@@ -474,8 +475,8 @@ func TestServeAuthFlagErrors(t *testing.T) {
 		return p
 	}
 	good := file("good", "a-good-token-0123456789 read\n")
-	ca := newTestCA(t, "ca")
-	cert, key := ca.issue("server", true)
+	ca := tlstest.NewCA(t, "ca")
+	cert, key := ca.Issue(t, "server", true)
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -483,7 +484,7 @@ func TestServeAuthFlagErrors(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"--tls-cert", cert}, exitUsage, "--tls-cert and --tls-key go together"},
-		{nil, []string{"--tls-client-ca", ca.CAFile}, exitUsage, "--tls-client-ca needs TLS"},
+		{nil, []string{"--tls-client-ca", ca.File}, exitUsage, "--tls-client-ca needs TLS"},
 		{[]string{"TSFLIGHT_AUTH_TOKENS=x"}, []string{"--auth-tokens", good}, exitUsage, "not both"},
 		{nil, []string{"--reload-interval", "-1s"}, exitUsage, "--reload-interval must not be negative"},
 		{nil, []string{"--auth-tokens", file("short", "# tokens\nsekret read\n")}, exitFail, "line 2: bad tokens: a token must be at least 16 characters"},
