@@ -254,5 +254,5 @@ func unknownTable(r *tableRef, names []string) error {
 	if len(names) == 0 {
 		list = "none yet"
 	}
-	return status.Errorf(codes.NotFound, "table %s does not exist (tables: %s)", truncateName(full), list)
+	return status.Errorf(codes.NotFound, "table %q does not exist (tables: %s)", truncateName(full), list)
 }

@@ -167,9 +167,9 @@ func TestQueryErrors(t *testing.T) {
 		{"SELECT count(*) FROM cpu WHERE hostname IN (SELECT name FROM checkpoint())", codes.InvalidArgument, []string{"checkpoint"}},
 		{"SELECT current_setting('allowed_directories')", codes.InvalidArgument, []string{"function current_setting is not available"}},
 		{"SELECT write_log('x')", codes.InvalidArgument, []string{"write_log"}},
-		{"SELECT * FROM pg_settings", codes.NotFound, []string{"table pg_settings does not exist", "tables: cpu"}},
-		{"SELECT * FROM information_schema.tables", codes.NotFound, []string{"table information_schema.tables does not exist"}},
-		{"SELECT * FROM system.main.duckdb_logs", codes.NotFound, []string{"system.main.duckdb_logs"}},
+		{"SELECT * FROM pg_settings", codes.NotFound, []string{`table "pg_settings" does not exist`, "tables: cpu"}},
+		{"SELECT * FROM information_schema.tables", codes.NotFound, []string{`table "information_schema.tables" does not exist`}},
+		{"SELECT * FROM system.main.duckdb_logs", codes.NotFound, []string{`"system.main.duckdb_logs"`}},
 		{"SET threads = 1", codes.InvalidArgument, []string{"read-only"}},
 	}
 	for _, c := range cases {

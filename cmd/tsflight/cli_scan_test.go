@@ -429,7 +429,7 @@ func TestSQL(t *testing.T) {
 	// cannot take leaves no file behind.
 	f.fail(t, 1, []string{"tsflight SQL is read-only", "(INSERT)", "(invalid argument)"}, "sql", "INSERT INTO m (host) VALUES ('c')")
 	f.fail(t, 1, []string{`syntax error at or near "SELEC"`, "(invalid argument)"}, "sql", "SELEC 1")
-	f.fail(t, 1, []string{"Table with name nope does not exist", "(not found)"}, "sql", "SELECT * FROM nope")
+	f.fail(t, 1, []string{`table "nope" does not exist (tables: m)`, "(not found)"}, "sql", "SELECT * FROM nope")
 	f.fail(t, 1, []string{"boom"}, "sql", "SELECT error('boom')")
 	iv := filepath.Join(t.TempDir(), "iv.parquet")
 	f.fail(t, 1, []string{"INTERVAL_MONTH_DAY_NANO"}, "sql", "--format", "parquet", "--output", iv, "SELECT INTERVAL 1 DAY AS d")
