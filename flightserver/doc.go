@@ -14,6 +14,14 @@
 //     pinned to the snapshot version GetFlightInfo planned on.
 //   - [Status] is the single mapping from the table's error categories to
 //     gRPC status codes.
+//   - [Auth] is the authentication middleware: bearer tokens (or Basic with
+//     the token as password, and the Flight Handshake that trades it for a
+//     bearer in a response header), client certificates, and read or write
+//     [Scope] per call, judged before a handler reads anything (scope.go
+//     lists which calls write; anything unlisted does). [TokenSet] and
+//     [TokenFile] hold the tokens as SHA-256 hashes; [ServerTLS] serves TLS
+//     from PEM files, reloadable. docs/security.md is the contract.
+//   - [Limits] and [Gate] bound messages, calls and time.
 //
 // # Operating notes
 //
@@ -35,4 +43,7 @@
 //     batches.
 //   - Endpoints carry no location: fetch them on the same connection, in
 //     parallel if you like.
+//   - Without the Auth middleware every caller may do everything; Service
+//     itself checks no credentials. Tickets are not tied to a caller: a
+//     ticket is as good as the scan it names, for anyone with read scope.
 package flightserver

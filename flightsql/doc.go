@@ -46,6 +46,11 @@
 //   - Tickets are stateless: a statement ticket carries the text, the
 //     table versions and the bound parameters, and any server over the same
 //     root can serve it while those versions' segments exist.
-//   - DuckDB may read any file under the root and nothing else; settings
-//     are locked.
+//   - One DuckDB serves every client, so a query may name only the root's
+//     tables, CTEs and a few pure table functions (sqlguard.go): nothing
+//     that reads files, shows or changes the engine's settings, logs or
+//     profiling. Under that, DuckDB may read any file under the root and
+//     nothing else; settings are locked.
+//   - Authentication and scopes are flightserver.Auth's, on the same
+//     listener: a read token may query, a write token may also ingest.
 package flightsql
