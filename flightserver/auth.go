@@ -322,7 +322,7 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 	}
 	p, err := a.check(secret)
 	if err != nil {
-		a.log.Info("handshake refused", "reason", status.Convert(err).Message(), "peer", peerAddr(ctx))
+		a.log.Debug("handshake refused", "reason", status.Convert(err).Message(), "peer", peerAddr(ctx))
 		return err
 	}
 	noteCaller(ctx, p)

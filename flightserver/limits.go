@@ -43,6 +43,12 @@ const (
 	// DefaultKeepaliveTimeout is dropped with its calls.
 	DefaultKeepaliveTime    = time.Minute
 	DefaultKeepaliveTimeout = 20 * time.Second
+	// MaxHeaderListSize bounds the headers (metadata) of one call, 64 KiB:
+	// far above what any Flight client sends (a token, a few properties),
+	// far below gRPC's 16 MiB default, which let calls without any
+	// credential make the server hold megabytes each before it could
+	// refuse them.
+	MaxHeaderListSize = 64 << 10
 )
 
 // Limits bound the messages, calls and time a server gives its clients.
@@ -161,7 +167,7 @@ func (g *Gate) InFlight() int64 { return g.inFlight.Load() }
 func (g *Gate) Refused() int64  { return g.refused.Load() }
 
 // ServerOptions returns the gRPC options that carry the limits: message
-// sizes, streams per connection, keepalive and connection age, and the
+// and header sizes, streams per connection, keepalive and connection age, and the
 // per-call deadline
 // (applied before the call's handler and its reads start, so that a read
 // blocked on a silent client ends at the deadline too).
@@ -170,6 +176,7 @@ func (g *Gate) ServerOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(g.l.MaxRecvMsgSize + MsgHeaderAllowance),
 		grpc.MaxSendMsgSize(g.l.MaxSendMsgSize + MsgHeaderAllowance),
 		grpc.MaxConcurrentStreams(g.l.MaxStreamsPerConn),
+		grpc.MaxHeaderListSize(MaxHeaderListSize),
 		grpc.KeepaliveParams(g.keepalive()),
 		// Clients may ping as often as every 10 s (gRPC's default refuses
 		// pings more often than every 5 minutes with GOAWAY).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 )
 
 func newGate(t *testing.T, l *Limits) *Gate {
@@ -163,6 +165,24 @@ func TestMaxCallsRefusesBeyondTheLimit(t *testing.T) {
 		t.Fatalf("table at version %v, want 1: nothing was committed", desc["version"])
 	}
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 30, 2), 60, 2)
+}
+
+// TestHeaderListSizeBounded: a call whose headers exceed MaxHeaderListSize
+// is refused before it reaches the server, which goes on answering.
+func TestHeaderListSizeBounded(t *testing.T) {
+	gate := newGate(t, DefaultLimits())
+	ts := startGatedServer(t, nil, gate)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	big := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", MaxHeaderListSize))
+	_, err := ts.action(big, ActionDescribeTable, map[string]any{"table": "cpu"})
+	if err == nil || !strings.Contains(err.Error(), "header list size") {
+		t.Fatalf("a call with %d bytes of headers: %v, want refused for its header list size", MaxHeaderListSize, err)
+	}
+	ok := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", 4<<10))
+	if _, err := ts.action(ok, ActionDescribeTable, map[string]any{"table": "cpu"}); err != nil {
+		t.Fatalf("a call with 4 KiB of headers: %v", err)
+	}
 }
 
 // TestStreamsPerConnQueues: with one stream per connection, a second call

@@ -4,6 +4,7 @@ package flightsql
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -98,8 +99,8 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	for _, r := range a.refs {
 		name, ok := ourTable(r, names)
 		if !ok {
-			if r.catalog == "" && r.schema == "" && a.cteNames[strings.ToLower(r.name)] {
-				continue // a common table expression
+			if r.cte {
+				continue // a common table expression in scope
 			}
 			// Not a table of the root: DuckDB's own catalog (pg_settings,
 			// duckdb_logs, information_schema) is not for clients.
@@ -148,16 +149,23 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		p.versions[name] = st.Version
 		return tb, st, nil
 	}
+	// What the rewritten statement may name: the planned files (in
+	// read_parquet) and the tables, temporary views and tables of the plan.
+	planned, runNames := map[string]bool{}, map[string]bool{}
 	for _, name := range tableNames {
 		tb, st, err := stateOf(name)
 		if err != nil {
 			return nil, err
 		}
 		segs := s.pruneTable(ctx, tb, st, byTable[name], a.cteNames[strings.ToLower(name)], args)
-		rel, err := s.relationSQL(name, st, segs)
+		rel, files, err := s.relationSQL(name, st, segs)
 		if err != nil {
 			return nil, err
 		}
+		for _, f := range files {
+			planned[f] = true
+		}
+		runNames[strings.ToLower(name)] = true
 		for _, r := range byTable[name] {
 			n, ok := spans[r]
 			switch {
@@ -176,6 +184,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	}
 	for i, f := range a.funcs {
 		tmp := fmt.Sprintf("__tsflight_%s_%d", f.name, i+1)
+		runNames[tmp] = true
 		stmts, err := s.tableFunction(ctx, f, tmp, args, names, stateOf)
 		if err != nil {
 			return nil, err
@@ -209,9 +218,22 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		}
 		text = text[:e.at] + e.with + text[e.at+e.n:]
 	}
+	// The rewrite works on text; check that what will run is what was
+	// allowed (a second review found a comment that moved a parenthesis).
+	// Checks are remembered by the text's hash: a query re-run on the same
+	// table versions is checked once.
+	if key := sha256.Sum256([]byte(text)); len(edits) > 0 && s.verified.get(string(key[:])) == nil {
+		if err := verifyRewrite(ctx, sess, text, runNames, planned); err != nil {
+			return nil, err
+		}
+		s.verified.put(string(key[:]), verifiedRewrite)
+	}
 	p.text = text
 	return p, nil
 }
+
+// verifiedRewrite marks a rewritten text in Server.verified.
+var verifiedRewrite = &analysis{}
 
 // ourTable reports which table a reference names, if it is one of ours:
 // bare, main.t, tsflight.t or tsflight.main.t, matched exactly or, failing

@@ -18,8 +18,8 @@ import (
 // relationSQL is the SELECT reading one table's planned segments segs.
 // Columns absent from every planned segment (added after those segments
 // were written) are typed NULLs; union_by_name is used only when the
-// planned segments' columns differ.
-func (s *Server) relationSQL(name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, error) {
+// planned segments' columns differ. It also returns the files it reads.
+func (s *Server) relationSQL(name string, st *tableformat.State, segs []tableformat.SegmentMeta) (string, []string, error) {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	if st.Schema() == nil {
@@ -32,11 +32,11 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 			typ = "UBIGINT"
 		}
 		b.WriteString("CAST(NULL AS " + typ + ") AS " + sqlIdent(st.Index().Column) + " WHERE false")
-		return b.String(), nil
+		return b.String(), nil, nil
 	}
 	as, err := tableformat.ArrowSchema(st.Schema())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	files := make([]string, len(segs))
 	present := map[string]bool{}
@@ -46,7 +46,7 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 		files[i] = filepath.Join(s.svc.Root(), name, filepath.FromSlash(sg.Path))
 		cols, err := s.segCols.columns(files[i])
 		if err != nil {
-			return "", status.Errorf(codes.DataLoss, "table %s: segment %s: %v", name, sg.Path, err)
+			return "", nil, status.Errorf(codes.DataLoss, "table %s: segment %s: %v", name, sg.Path, err)
 		}
 		if i == 0 {
 			first = cols
@@ -67,13 +67,13 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 		}
 		typ, err := duckType(f.Type)
 		if err != nil {
-			return "", status.Errorf(codes.Unimplemented, "table %s: column %s: %v", name, f.Name, err)
+			return "", nil, status.Errorf(codes.Unimplemented, "table %s: column %s: %v", name, f.Name, err)
 		}
 		b.WriteString("CAST(NULL AS " + typ + ") AS " + sqlIdent(f.Name))
 	}
 	if len(segs) == 0 {
 		b.WriteString(" WHERE false")
-		return b.String(), nil
+		return b.String(), files, nil
 	}
 	b.WriteString(" FROM read_parquet([")
 	for i, f := range files {
@@ -87,7 +87,7 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 		b.WriteString(", union_by_name = true")
 	}
 	b.WriteString(")")
-	return b.String(), nil
+	return b.String(), files, nil
 }
 
 // duckType names the DuckDB type of an Arrow type, for typed NULLs.

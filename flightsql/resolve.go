@@ -46,6 +46,9 @@ type tableRef struct {
 	// conds are usable WHERE conjuncts on this reference's columns; nil
 	// with pruneOK true means the reference reads everything anyway.
 	conds []cond
+	// cte is set when the reference names a common table expression in
+	// scope where it stands (markCTERefs), not a table.
+	cte bool
 	// pruneOK is false when the reference sits where row-level pruning
 	// could change the answer (a positional join, say).
 	pruneOK bool
@@ -101,6 +104,23 @@ func errReadOnly(what string) error {
 
 // analyze parses q with DuckDB and returns what it found.
 func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
+	stmt, err := parseOne(ctx, s, q)
+	if err != nil {
+		return nil, err
+	}
+	a := &analysis{cteNames: map[string]bool{}}
+	if err := checkFunctions(stmt); err != nil {
+		return nil, err
+	}
+	markCTERefs(stmt, map[string]bool{})
+	a.collect(stmt)
+	a.constrain(stmt)
+	return a, nil
+}
+
+// parseOne parses q, which must be one SELECT statement, with DuckDB's
+// parser and returns the statement's JSON form.
+func parseOne(ctx context.Context, s *session, q string) (map[string]any, error) {
 	text, err := s.scalarString(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", q)
 	if err != nil {
 		return nil, sqlStatus(err)
@@ -125,14 +145,8 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 	case len(stmts) > 1:
 		return nil, status.Errorf(codes.InvalidArgument, "the SQL text holds %d statements; send one at a time", len(stmts))
 	}
-	a := &analysis{cteNames: map[string]bool{}}
 	stmt, _ := stmts[0].(map[string]any)
-	if err := checkFunctions(stmt); err != nil {
-		return nil, err
-	}
-	a.collect(stmt)
-	a.constrain(stmt)
-	return a, nil
+	return stmt, nil
 }
 
 func firstWord(q string) string {
@@ -160,6 +174,59 @@ func walk(v any, fn func(map[string]any)) {
 	}
 }
 
+// cteRefMark marks, in DuckDB's parse, a table reference that names a
+// common table expression in scope (markCTERefs).
+const cteRefMark = "\x00tsflight: cte reference"
+
+// markCTERefs marks the table references that name a CTE visible where
+// they stand: a WITH's CTEs are visible to its query and to the CTEs after
+// them; a CTE's body sees only the CTEs before it, and itself only when it
+// is recursive (a RECURSIVE_CTE_NODE). Anything else is a table of the
+// catalog, even when a CTE somewhere has its name: DuckDB binds such a
+// reference to the catalog ("WITH pg_settings AS (SELECT * FROM
+// pg_settings) …" reads the real one).
+func markCTERefs(v any, visible map[string]bool) {
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			markCTERefs(c, visible)
+		}
+	case map[string]any:
+		vis := visible
+		if cm, ok := x["cte_map"].(map[string]any); ok {
+			if entries, _ := cm["map"].([]any); len(entries) > 0 {
+				vis = copySet(visible)
+				for _, e := range entries {
+					em, _ := e.(map[string]any)
+					markCTERefs(em["value"], vis) // before its own name is visible
+					vis[strings.ToLower(str(em["key"]))] = true
+				}
+			}
+		}
+		if str(x["type"]) == "RECURSIVE_CTE_NODE" {
+			vis = copySet(vis)
+			vis[strings.ToLower(str(x["cte_name"]))] = true
+		}
+		if str(x["type"]) == "BASE_TABLE" && str(x["catalog_name"]) == "" && str(x["schema_name"]) == "" &&
+			vis[strings.ToLower(str(x["table_name"]))] {
+			x[cteRefMark] = true
+		}
+		for k, c := range x {
+			if k != "cte_map" {
+				markCTERefs(c, vis)
+			}
+		}
+	}
+}
+
+func copySet(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m)+4)
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
 // collect finds table references, table function calls, CTE names and
 // parameters.
 func (a *analysis) collect(stmt map[string]any) {
@@ -180,7 +247,7 @@ func (a *analysis) collect(stmt map[string]any) {
 			a.refs = append(a.refs, &tableRef{
 				catalog: str(m["catalog_name"]), schema: str(m["schema_name"]),
 				name: str(m["table_name"]), alias: str(m["alias"]),
-				loc: location(m["query_location"]),
+				loc: location(m["query_location"]), cte: isTrue(m[cteRefMark]),
 				// Columns renamed in FROM (t(a, b)) would be matched by
 				// their old names; a sample is drawn before WHERE.
 				pruneOK: len(renamed) == 0 && m["sample"] == nil,

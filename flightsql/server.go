@@ -77,6 +77,7 @@ type Server struct {
 	prepared preparedStore
 	ready    readyCache
 	parsed   analysisCache
+	verified analysisCache // rewritten texts that passed verifyRewrite, by SHA-256
 	cancelMu sync.Mutex
 	running  map[string]context.CancelFunc // statement id → cancel
 	// cancelled are statement ids cancelled before they ran, and when.

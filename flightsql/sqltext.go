@@ -71,34 +71,21 @@ func isIdentByte(c byte) bool {
 }
 
 // callSpan returns the length of a function call name(...) at the start
-// of s, skipping string literals and nested parentheses.
+// of s. It reads the text as DuckDB's lexer does: string literals (with
+// ” and, in E” strings, backslash escapes), dollar-quoted strings,
+// quoted identifiers, -- and nested /* */ comments are skipped whole, so
+// that no parenthesis inside them counts.
 func callSpan(s string) (int, bool) {
-	open := strings.IndexByte(s, '(')
-	if open < 0 {
-		return 0, false
-	}
 	depth := 0
-	for i := open; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		if n, ok := skipLexeme(s, i); ok {
+			if n < 0 {
+				return 0, false // unterminated
+			}
+			i = n
+			continue
+		}
 		switch s[i] {
-		case '\'':
-			j := i + 1
-			for j < len(s) {
-				if s[j] == '\'' {
-					if j+1 < len(s) && s[j+1] == '\'' {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			i = j
-		case '"':
-			j := strings.IndexByte(s[i+1:], '"')
-			if j < 0 {
-				return 0, false
-			}
-			i += j + 1
 		case '(':
 			depth++
 		case ')':
@@ -106,6 +93,77 @@ func callSpan(s string) (int, bool) {
 			if depth == 0 {
 				return i + 1, true
 			}
+			if depth < 0 {
+				return 0, false
+			}
+		}
+		i++
+	}
+	return 0, false
+}
+
+// skipLexeme reports whether a string, quoted identifier or comment starts
+// at s[i], and where it ends (-1 when it does not).
+func skipLexeme(s string, i int) (int, bool) {
+	rest := s[i:]
+	switch {
+	case strings.HasPrefix(rest, "--"):
+		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+			return i + j + 1, true
+		}
+		return len(s), true
+	case strings.HasPrefix(rest, "/*"):
+		depth := 0
+		for j := i; j+1 < len(s); j++ {
+			switch {
+			case s[j] == '/' && s[j+1] == '*':
+				depth++
+				j++
+			case s[j] == '*' && s[j+1] == '/':
+				depth--
+				j++
+				if depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return -1, true
+	case s[i] == '\'':
+		escapes := i > 0 && (s[i-1] == 'e' || s[i-1] == 'E') && (i < 2 || !isIdentByte(s[i-2]))
+		for j := i + 1; j < len(s); j++ {
+			switch {
+			case escapes && s[j] == '\\':
+				j++
+			case s[j] == '\'' && j+1 < len(s) && s[j+1] == '\'':
+				j++
+			case s[j] == '\'':
+				return j + 1, true
+			}
+		}
+		return -1, true
+	case s[i] == '"':
+		for j := i + 1; j < len(s); j++ {
+			if s[j] == '"' {
+				if j+1 < len(s) && s[j+1] == '"' {
+					j++
+					continue
+				}
+				return j + 1, true
+			}
+		}
+		return -1, true
+	case s[i] == '$':
+		// $tag$ … $tag$ (the tag may be empty); $1 is a parameter.
+		j := i + 1
+		for j < len(s) && (isIdentByte(s[j]) && !(j == i+1 && s[j] >= '0' && s[j] <= '9')) {
+			j++
+		}
+		if j < len(s) && s[j] == '$' && (i == 0 || !isIdentByte(s[i-1])) {
+			tag := s[i : j+1]
+			if k := strings.Index(s[j+1:], tag); k >= 0 {
+				return j + 1 + k + len(tag), true
+			}
+			return -1, true
 		}
 	}
 	return 0, false

@@ -1,0 +1,240 @@
+//go:build duckdb_arrow
+
+package flightsql
+
+// Tests of the function guard and of the rewrite check, with the queries
+// two security reviews used to get past them.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+)
+
+func TestCallSpan(t *testing.T) {
+	for s, want := range map[string]int{
+		"ts_gaps('a', 'b') rest":          len("ts_gaps('a', 'b')"),
+		"ts_gaps('(', ')') x":             len("ts_gaps('(', ')')"),
+		"ts_gaps('it''s)') x":             len("ts_gaps('it''s)')"),
+		"ts_gaps(E'\\') x', 'y') z":       len("ts_gaps(E'\\') x', 'y')"),
+		"ts_gaps('a' /* ) */ ) x":         len("ts_gaps('a' /* ) */ )"),
+		"ts_gaps('a' /* /* ) */ ) */ ) x": len("ts_gaps('a' /* /* ) */ ) */ )"),
+		"ts_gaps('a' -- )\n ) x":          len("ts_gaps('a' -- )\n )"),
+		"ts_gaps('a', $x$ ) $x$) x":       len("ts_gaps('a', $x$ ) $x$)"),
+		"ts_gaps('a', $$ ) $$) x":         len("ts_gaps('a', $$ ) $$)"),
+		"ts_gaps('a', $1) x":              len("ts_gaps('a', $1)"),
+		`ts_gaps("q)", 'a') x`:            len(`ts_gaps("q)", 'a')`),
+		"ts_gaps /* ( */ ('a') x":         len("ts_gaps /* ( */ ('a')"),
+		"ts_gaps(('a'), (select 1)) x":    len("ts_gaps(('a'), (select 1))"),
+	} {
+		if got, ok := callSpan(s); !ok || got != want {
+			t.Errorf("callSpan(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"ts_gaps('a'", "ts_gaps('a' /* ) ", "ts_gaps('a', $x$ ) x", "ts_gaps('a)"} {
+		if n, ok := callSpan(s); ok {
+			t.Errorf("callSpan(%q) = %d, want no call (unterminated)", s, n)
+		}
+	}
+}
+
+// The queries of the security reviews, each of which once read DuckDB's
+// settings, its logs or files, now refused or harmless.
+func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 1)
+	root := s.root
+	for _, c := range []struct {
+		q     string
+		code  codes.Code
+		frags []string
+	}{
+		// A comment or a dollar-quoted string moving the end of a ts_gaps
+		// call in the text rewrite.
+		{"SELECT name, value FROM ts_gaps('cpu', '2024-01-01T00:00:00Z', '2024-01-02T00:00:00Z' /* ) , duckdb_settings() -- */ ) LIMIT 5", codes.InvalidArgument, []string{"name"}},
+		// CTEs out of scope, or naming themselves.
+		{"WITH pg_settings AS (SELECT * FROM pg_settings) SELECT name, setting FROM pg_settings", codes.NotFound, []string{`table "pg_settings" does not exist`}},
+		{"SELECT name, setting FROM (WITH pg_settings AS (SELECT 1) SELECT * FROM pg_settings) x, pg_settings", codes.NotFound, []string{`"pg_settings"`}},
+		{"WITH duckdb_logs AS (SELECT * FROM duckdb_logs) SELECT * FROM duckdb_logs", codes.NotFound, []string{`"duckdb_logs"`}},
+		{`WITH "` + root + `/cpu/_timeseries_log/0000000001.json" AS (SELECT * FROM '` + root + `/cpu/_timeseries_log/0000000001.json') SELECT * FROM "` + root + `/cpu/_timeseries_log/0000000001.json"`, codes.NotFound, []string{"does not exist"}},
+		{`SELECT count(*) FROM (WITH "` + root + `/cpu/data/**/*.parquet" AS (SELECT 1) SELECT 1), '` + root + `/cpu/data/**/*.parquet'`, codes.NotFound, []string{"does not exist"}},
+		// Macros over refused functions.
+		{"SELECT pg_sleep(0)", codes.InvalidArgument, []string{"function pg_sleep is not available"}},
+		{"SELECT get_block_size('memory')", codes.InvalidArgument, []string{"get_block_size"}},
+		{"SELECT format_type(1, 1)", codes.InvalidArgument, []string{"format_type"}},
+	} {
+		_, err := s.query(ctx, c.q)
+		wantCode(t, c.q, err, c.code, c.frags...)
+	}
+	// The dollar-quoted variant is now what DuckDB reads it as: one string,
+	// the entity of the ts_gaps call, whose answer is gaps and nothing else.
+	dollar := "SELECT * FROM ts_gaps('cpu', '2024-01-01T00:00:00Z', '2024-01-02T00:00:00Z', $x$h1) , (SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories') --$x$)"
+	r := s.mustQuery(ctx, dollar)
+	defer r.release()
+	var cols []string
+	for _, f := range r.schema.Fields() {
+		cols = append(cols, f.Name)
+	}
+	if got := strings.Join(cols, ","); got != "gap_start,gap_end,end_inclusive,intervals" {
+		t.Errorf("%s: columns %s, want the gaps of ts_gaps only", dollar, got)
+	}
+	// What is allowed still works, comments and dollar quotes included.
+	for q, want := range map[string]string{
+		"SELECT count(*) FROM ts_gaps('cpu', '2024-01-01T00:00:00Z' /* ) */, '2024-01-02T00:00:00Z')":        "",
+		"WITH RECURSIVE r AS (SELECT 1 AS x UNION ALL SELECT x + 1 FROM r WHERE x < 5) SELECT sum(x) FROM r": "15",
+		"WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a) SELECT count(*) FROM b, cpu":                      "7200",
+		"SELECT count(*) FROM cpu WHERE host <> $$it's ) here$$ -- )":                                        "7200",
+	} {
+		got := s.scalar(ctx, q)
+		if want != "" && got != want {
+			t.Errorf("%s = %s, want %s", q, got, want)
+		}
+	}
+}
+
+// TestVerifyRewrite checks the last line of defence directly: a rewritten
+// statement naming anything the plan did not is refused.
+func TestVerifyRewrite(t *testing.T) {
+	ctx := context.Background()
+	e, err := newEngine(ctx, t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	sess, err := e.open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.close()
+	names := map[string]bool{"cpu": true, "__tsflight_ts_gaps_1": true}
+	files := map[string]bool{"/root/cpu/data/a.parquet": true}
+	for text, ok := range map[string]bool{
+		"SELECT * FROM cpu": true,
+		"SELECT * FROM (SELECT * FROM read_parquet(['/root/cpu/data/a.parquet'])) AS cpu": true,
+		"SELECT * FROM read_parquet(['/root/cpu/data/a.parquet'], union_by_name = true)":  true,
+		"WITH x AS (SELECT 1) SELECT * FROM x, \"__tsflight_ts_gaps_1\"":                  true,
+		"SELECT * FROM cpu, duckdb_settings()":                                            false,
+		"SELECT * FROM read_parquet(['/etc/passwd'])":                                     false,
+		"SELECT * FROM read_parquet(['/root/cpu/data/a.parquet'], filename = true)":       false,
+		"SELECT * FROM read_parquet(list_value((SELECT '/root/cpu/data/a.parquet')))":     false,
+		"SELECT * FROM cpu, pg_settings":                                                  false,
+		"SELECT * FROM main.cpu":                                                          false,
+		"SELECT * FROM ts_gaps('cpu', 1, 2)":                                              false,
+		"SELECT pg_sleep(1) FROM cpu":                                                     false,
+	} {
+		err := verifyRewrite(ctx, sess, text, names, files)
+		if (err == nil) != ok {
+			t.Errorf("verifyRewrite(%s) = %v, want ok=%v", text, err, ok)
+		}
+	}
+}
+
+// TestGuardCoversMacros derives from DuckDB's own catalog the macros whose
+// body calls a table function that is not allowed or a refused scalar
+// function (directly or through another such macro), and requires each to
+// be refused: a DuckDB upgrade that adds one fails here.
+func TestGuardCoversMacros(t *testing.T) {
+	ctx := context.Background()
+	e, err := newEngine(ctx, t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	sess, err := e.open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.close()
+	list := func(q string) []string {
+		out, err := sess.scalarString(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(out, "\n")
+	}
+	tableFuncs := list("SELECT string_agg(DISTINCT function_name, chr(10)) FROM duckdb_functions() WHERE function_type IN ('table', 'table_macro')")
+	macros := list("SELECT string_agg(function_name || chr(9) || macro_definition, chr(10)) FROM duckdb_functions() WHERE function_type = 'macro'")
+	bad := map[string]bool{}
+	for _, f := range tableFuncs {
+		if !allowedTableFunctions[f] {
+			bad[f] = true
+		}
+	}
+	for f := range refusedScalarFunctions {
+		bad[f] = true
+	}
+	call := regexp.MustCompile(`(?i)([a-z_][a-z0-9_]*)"?\s*\(`)
+	for changed := true; changed; {
+		changed = false
+		for _, m := range macros {
+			name, def, _ := strings.Cut(m, "\t")
+			if bad[name] {
+				continue
+			}
+			for _, c := range call.FindAllStringSubmatch(def, -1) {
+				if bad[strings.ToLower(c[1])] && strings.ToLower(c[1]) != name {
+					bad[name], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var missing []string
+	for _, m := range macros {
+		name, _, _ := strings.Cut(m, "\t")
+		if bad[name] && !refusedScalarFunctions[name] {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("macros that call refused functions but are not refused: %v", missing)
+	}
+}
+
+// BenchmarkVerifyRewrite measures the rewrite check on a statement reading
+// 24 planned segments, against the analysis of the statement as sent
+// (which every query pays once): the check is one more parse.
+func BenchmarkVerifyRewrite(b *testing.B) {
+	ctx := context.Background()
+	e, err := newEngine(ctx, b.TempDir(), DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.close()
+	sess, err := e.open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.close()
+	files := map[string]bool{}
+	var list []string
+	for i := range 24 {
+		f := fmt.Sprintf("/var/lib/tsflight/cpu/data/_managed/append/%08d-0000-4000-8000-000000000000.parquet", i)
+		files[f] = true
+		list = append(list, "'"+f+"'")
+	}
+	q := "SELECT hostname, max(usage_user) FROM cpu WHERE ts >= '2016-01-01T00:00:00Z' AND ts < '2016-01-01T12:00:00Z' GROUP BY hostname ORDER BY 2 DESC LIMIT 5"
+	text := strings.Replace(q, "FROM cpu", "FROM (SELECT ts, hostname, usage_user FROM read_parquet(["+strings.Join(list, ", ")+"])) AS cpu", 1)
+	names := map[string]bool{"cpu": true}
+	b.Run("analyze-as-sent", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := analyze(ctx, sess, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("verify-rewritten", func(b *testing.B) {
+		for b.Loop() {
+			if err := verifyRewrite(ctx, sess, text, names, files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
