@@ -278,7 +278,7 @@ func TestAuthSQLReadScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(w)
+	defer p.Close(r)
 	pb := array.NewRecordBuilder(e.cliMem, arrow.NewSchema([]arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}, {Name: "u", Type: arrow.PrimitiveTypes.Float64}}, nil))
 	pb.Field(0).(*array.StringBuilder).Append("b")
 	pb.Field(1).(*array.Float64Builder).Append(3000)
@@ -297,6 +297,27 @@ func TestAuthSQLReadScope(t *testing.T) {
 	// host b's usage is its second offset + 1: >= 3000 from second 2999.
 	if got := res.recs[0].Column(0).(*array.Int64).Value(0); got != 3600-2999 {
 		t.Fatalf("prepared count %d, want %d", got, 3600-2999)
+	}
+	res.release()
+
+	// A prepared statement is its maker's: another token neither uses nor
+	// closes it (the handle is as unknown to it as a made-up one).
+	_, err = p.Execute(w)
+	wantStatus(t, "another token executing the reader's prepared statement", err, codes.NotFound, "unknown or expired prepared statement handle")
+	stolen, err := e.client.LoadPreparedStatementFromResult(&flightsql.CreatePreparedStatementResult{PreparedStatementHandle: p.Handle()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stolen.Close(w); err != nil {
+		t.Fatalf("another token closing the reader's prepared statement: %v", err)
+	}
+	info, err = p.Execute(r)
+	if err != nil {
+		t.Fatalf("the reader's prepared statement after another token closed it: %v", err)
+	}
+	res, err = e.fetch(r, info)
+	if err != nil {
+		t.Fatal(err)
 	}
 	res.release()
 

@@ -4,11 +4,14 @@ package flightsql
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -344,5 +347,42 @@ func TestFirstBatchStreams(t *testing.T) {
 	defer r.release()
 	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
 		t.Fatalf("next query: %v", got)
+	}
+}
+
+// CancelFlightInfo remembers only ids of the server's own form, and a
+// bounded number of them: any read token may call it (the third security
+// review left 45 MB behind with forged 40 KB ids).
+func TestCancelFlightInfoBoundsWhatItKeeps(t *testing.T) {
+	s := startSQL(t)
+	ctx := context.Background()
+	ticket := func(id string) *flight.FlightEndpoint {
+		b, err := json.Marshal(stmtHandle{ID: id, Query: "SELECT 1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := flightsql.CreateStatementQueryTicket(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tk}}
+	}
+	res, err := s.sql.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{ticket(strings.Repeat("a", 40<<10))}}})
+	if err != nil || res.Status != flight.CancelStatusNotCancellable {
+		t.Fatalf("a forged 40 KB id: %v, %v; want NOT_CANCELLABLE", res.Status, err)
+	}
+	eps := make([]*flight.FlightEndpoint, 0, maxCancelled+10)
+	for range maxCancelled + 10 {
+		eps = append(eps, ticket(newID()))
+	}
+	res, err = s.sql.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: &flight.FlightInfo{Endpoint: eps}})
+	if err != nil || res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("cancelling %d endpoints: %v, %v", len(eps), res.Status, err)
+	}
+	s.sql.cancelMu.Lock()
+	n := len(s.sql.cancelled)
+	s.sql.cancelMu.Unlock()
+	if n > maxCancelled || n == 0 {
+		t.Fatalf("%d cancelled ids remembered, want between 1 and %d", n, maxCancelled)
 	}
 }

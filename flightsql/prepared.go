@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"github.com/tsflight/tsflight/flightserver"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -25,6 +26,9 @@ type prepared struct {
 	nparams  int
 	rows     [][]any
 	lastUsed time.Time
+	// owner is the caller that prepared it (flightserver.Principal name;
+	// "" without authentication): only that caller may use or close it.
+	owner string
 }
 
 // preparedStore holds the open prepared statements, bounded in number and
@@ -40,44 +44,72 @@ func (p *preparedStore) init(max int, idle time.Duration) {
 	p.max, p.idle, p.m = max, idle, map[string]*prepared{}
 }
 
+// put stores ps under h. When the store is full the oldest statement goes,
+// the oldest of ps's owner first once that owner holds a quarter of the
+// store: one caller cannot push everyone else's statements out.
 func (p *preparedStore) put(h string, ps *prepared) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	ps.lastUsed = now
+	owned := 0
 	for k, v := range p.m {
 		if now.Sub(v.lastUsed) > p.idle {
 			delete(p.m, k)
+		} else if v.owner == ps.owner {
+			owned++
 		}
 	}
-	for len(p.m) >= p.max {
+	evict := func(mine bool) {
 		var oldest string
 		for k, v := range p.m {
-			if oldest == "" || v.lastUsed.Before(p.m[oldest].lastUsed) {
+			if (!mine || v.owner == ps.owner) && (oldest == "" || v.lastUsed.Before(p.m[oldest].lastUsed)) {
 				oldest = k
 			}
 		}
 		delete(p.m, oldest)
 	}
+	for ; owned >= max(1, p.max/4); owned-- {
+		evict(true)
+	}
+	for len(p.m) >= p.max {
+		evict(false)
+	}
 	p.m[h] = ps
 }
 
-func (p *preparedStore) get(h []byte) (*prepared, error) {
+// errUnknownPrepared is the answer for a handle that is not the caller's.
+var errUnknownPrepared = status.Error(codes.NotFound, "unknown or expired prepared statement handle (prepare the statement again)")
+
+func (p *preparedStore) get(ctx context.Context, h []byte) (*prepared, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ps, ok := p.m[string(h)]
-	if !ok || time.Since(ps.lastUsed) > p.idle {
+	if ok && time.Since(ps.lastUsed) > p.idle {
 		delete(p.m, string(h))
-		return nil, status.Error(codes.NotFound, "unknown or expired prepared statement handle (prepare the statement again)")
+		ok = false
+	}
+	if !ok || ps.owner != callerName(ctx) {
+		return nil, errUnknownPrepared
 	}
 	ps.lastUsed = time.Now()
 	return ps, nil
 }
 
-func (p *preparedStore) drop(h []byte) {
+func (p *preparedStore) drop(ctx context.Context, h []byte) {
 	p.mu.Lock()
-	delete(p.m, string(h))
+	if ps, ok := p.m[string(h)]; ok && ps.owner == callerName(ctx) {
+		delete(p.m, string(h))
+	}
 	p.mu.Unlock()
+}
+
+// callerName names the caller of ctx's call ("" without authentication).
+func callerName(ctx context.Context) string {
+	if p, ok := flightserver.PrincipalFromContext(ctx); ok && p.Via != "none" {
+		return p.Via + ":" + p.Name
+	}
+	return ""
 }
 
 func errNoTransactions() error {
@@ -98,7 +130,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	}
 	params := paramSchema(d.plan, d.params)
 	h := newID()
-	s.prepared.put(h, &prepared{query: q, dataset: d.schema, params: params, nparams: d.plan.declared})
+	s.prepared.put(h, &prepared{query: q, dataset: d.schema, params: params, nparams: d.plan.declared, owner: callerName(ctx)})
 	isUpdate := false
 	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: d.schema, ParameterSchema: params, IsUpdate: &isUpdate}, nil
 }
@@ -168,8 +200,8 @@ func arrowParamType(t bindings.Type) arrow.DataType {
 }
 
 // ClosePreparedStatement forgets a prepared statement.
-func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
-	s.prepared.drop(req.GetPreparedStatementHandle())
+func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	s.prepared.drop(ctx, req.GetPreparedStatementHandle())
 	return nil
 }
 
@@ -178,7 +210,7 @@ func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionC
 // stays the same.
 func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
 	h := cmd.GetPreparedStatementHandle()
-	ps, err := s.prepared.get(h)
+	ps, err := s.prepared.get(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +259,7 @@ func (ps *prepared) boundRows() ([][]any, error) {
 // GetFlightInfoPreparedStatement plans the statement once per bound
 // parameter row; its one endpoint runs the rows in order.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	ps, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	ps, err := s.prepared.get(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +273,8 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 }
 
 // GetSchemaPreparedStatement returns the dataset schema.
-func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	ps, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	ps, err := s.prepared.get(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +323,7 @@ func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInf
 	for _, ep := range info.Endpoint {
 		t, err := flightsql.GetStatementQueryTicket(ep.GetTicket())
 		var h stmtHandle
-		if err != nil || jsonUnmarshal(t.GetStatementHandle(), &h) != nil || h.ID == "" {
+		if err != nil || jsonUnmarshal(t.GetStatementHandle(), &h) != nil || !isStatementID(h.ID) {
 			return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil
 		}
 		if cancel, ok := s.running[h.ID]; ok {
@@ -300,7 +332,35 @@ func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInf
 		if rq := s.ready.take(h.ID, h.Query); rq != nil {
 			rq.close() // started by GetFlightInfo, not fetched yet
 		}
+		if len(s.cancelled) >= maxCancelled {
+			// Full (of ids clients sent; any read token may cancel): forget
+			// some; a forgotten id only lets a ticket nobody fetched run.
+			for k := range s.cancelled {
+				delete(s.cancelled, k)
+				if len(s.cancelled) < maxCancelled/2 {
+					break
+				}
+			}
+		}
 		s.cancelled[h.ID] = now
 	}
 	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+}
+
+// maxCancelled bounds the cancelled statement ids remembered (24 bytes
+// each, plus the time).
+const maxCancelled = 1 << 16
+
+// isStatementID reports whether id has the form newID makes: only such ids
+// are remembered as cancelled (a forged 40 KB id is not).
+func isStatementID(id string) bool {
+	if len(id) != 24 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

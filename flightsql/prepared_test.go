@@ -711,3 +711,27 @@ func TestStatementTicketPinsSnapshot(t *testing.T) {
 		t.Fatalf("a new statement: %s, want 21600", got)
 	}
 }
+
+// One caller filling the prepared-statement store pushes out its own
+// oldest statements, not other callers' (the third security review
+// evicted everyone's with 4096 prepares).
+func TestPreparedStoreShares(t *testing.T) {
+	var p preparedStore
+	p.init(8, time.Hour)
+	for i := range 2 {
+		p.put(fmt.Sprintf("b%d", i), &prepared{owner: "token:b"})
+	}
+	for i := range 20 {
+		p.put(fmt.Sprintf("a%d", i), &prepared{owner: "token:a"})
+	}
+	owners := map[string]int{}
+	for _, ps := range p.m {
+		owners[ps.owner]++
+	}
+	if owners["token:b"] != 2 || owners["token:a"] != 2 {
+		t.Fatalf("after 20 prepares by a: %v, want b's 2 kept and a holding a quarter (2)", owners)
+	}
+	if _, ok := p.m["a19"]; !ok {
+		t.Fatal("a's newest statement was evicted")
+	}
+}

@@ -49,6 +49,9 @@ type tableRef struct {
 	// cte is set when the reference names a common table expression in
 	// scope where it stands (markCTERefs), not a table.
 	cte bool
+	// shadowed is set on a qualified reference where a CTE of the same
+	// bare name is in scope.
+	shadowed bool
 	// pruneOK is false when the reference sits where row-level pruning
 	// could change the answer (a positional join, say).
 	pruneOK bool
@@ -178,6 +181,11 @@ func walk(v any, fn func(map[string]any)) {
 // common table expression in scope (markCTERefs).
 const cteRefMark = "\x00tsflight: cte reference"
 
+// cteShadowMark marks a qualified table reference (tsflight.main.cpu)
+// where a CTE of the same bare name is in scope: the rewrite to a bare name
+// would bind it to the CTE.
+const cteShadowMark = "\x00tsflight: shadowed by a cte"
+
 // markCTERefs marks the table references that name a CTE visible where
 // they stand: a WITH's CTEs are visible to its query and to the CTEs after
 // them; a CTE's body sees only the CTEs before it, and itself only when it
@@ -199,17 +207,20 @@ func markCTERefs(v any, visible map[string]bool) {
 				for _, e := range entries {
 					em, _ := e.(map[string]any)
 					markCTERefs(em["value"], vis) // before its own name is visible
-					vis[strings.ToLower(str(em["key"]))] = true
+					vis[asciiLower(str(em["key"]))] = true
 				}
 			}
 		}
 		if str(x["type"]) == "RECURSIVE_CTE_NODE" {
 			vis = copySet(vis)
-			vis[strings.ToLower(str(x["cte_name"]))] = true
+			vis[asciiLower(str(x["cte_name"]))] = true
 		}
-		if str(x["type"]) == "BASE_TABLE" && str(x["catalog_name"]) == "" && str(x["schema_name"]) == "" &&
-			vis[strings.ToLower(str(x["table_name"]))] {
-			x[cteRefMark] = true
+		if str(x["type"]) == "BASE_TABLE" && vis[asciiLower(str(x["table_name"]))] {
+			if str(x["catalog_name"]) == "" && str(x["schema_name"]) == "" {
+				x[cteRefMark] = true
+			} else {
+				x[cteShadowMark] = true
+			}
 		}
 		for k, c := range x {
 			if k != "cte_map" {
@@ -236,7 +247,7 @@ func (a *analysis) collect(stmt map[string]any) {
 			for _, e := range entries {
 				if em, ok := e.(map[string]any); ok {
 					if k, ok := em["key"].(string); ok {
-						a.cteNames[strings.ToLower(k)] = true
+						a.cteNames[asciiLower(k)] = true
 					}
 				}
 			}
@@ -247,14 +258,14 @@ func (a *analysis) collect(stmt map[string]any) {
 			a.refs = append(a.refs, &tableRef{
 				catalog: str(m["catalog_name"]), schema: str(m["schema_name"]),
 				name: str(m["table_name"]), alias: str(m["alias"]),
-				loc: location(m["query_location"]), cte: isTrue(m[cteRefMark]),
+				loc: location(m["query_location"]), cte: isTrue(m[cteRefMark]), shadowed: isTrue(m[cteShadowMark]),
 				// Columns renamed in FROM (t(a, b)) would be matched by
 				// their old names; a sample is drawn before WHERE.
 				pruneOK: len(renamed) == 0 && m["sample"] == nil,
 			})
 		case "TABLE_FUNCTION":
 			fn, _ := m["function"].(map[string]any)
-			name := strings.ToLower(str(fn["function_name"]))
+			name := asciiLower(str(fn["function_name"]))
 			if name != "ts_coverage" && name != "ts_gaps" {
 				return
 			}
@@ -350,7 +361,7 @@ func (a *analysis) constrain(stmt map[string]any) {
 				}
 			case 2:
 				for _, r := range from {
-					if strings.EqualFold(col[0], r.visibleName()) {
+					if asciiEqualFold(col[0], r.visibleName()) {
 						target = r
 					}
 				}
@@ -393,7 +404,7 @@ func latestOf(m map[string]any, r *tableRef) *latestShape {
 			}
 		case "COLUMN_REF":
 			col, ok := ownColumn(im, r)
-			if !ok || (str(im["alias"]) != "" && !strings.EqualFold(str(im["alias"]), col)) {
+			if !ok || (str(im["alias"]) != "" && !asciiEqualFold(str(im["alias"]), col)) {
 				return nil
 			}
 		default:
@@ -447,7 +458,7 @@ func ownColumn(v any, r *tableRef) (string, bool) {
 		return "", false
 	case len(col) == 1:
 		return col[0], true
-	case len(col) == 2 && strings.EqualFold(col[0], r.visibleName()):
+	case len(col) == 2 && asciiEqualFold(col[0], r.visibleName()):
 		return col[1], true
 	}
 	return "", false

@@ -48,6 +48,9 @@ var refusedScalarFunctions = map[string]bool{
 	"current_setting": true,
 	"setseed":         true,
 	"sleep_ms":        true,
+	// The statement DuckDB runs is the rewritten one: its text names the
+	// root's path and segment files.
+	"current_query": true,
 	// macros
 	"pg_sleep":             true, // sleep_ms
 	"get_block_size":       true, // pragma_database_size()
@@ -66,16 +69,19 @@ func checkFunctions(stmt map[string]any) error {
 			return
 		}
 		switch {
+		case str(m["type"]) == "SHOW_REF":
+			bad = status.Error(codes.InvalidArgument,
+				"SHOW, DESCRIBE and SUMMARIZE are not available in tsflight SQL (they show the engine's own objects); list tables and columns with the Flight SQL catalog calls or the describe-table action")
 		case str(m["type"]) == "TABLE_FUNCTION":
 			fn, _ := m["function"].(map[string]any)
-			name := strings.ToLower(str(fn["function_name"]))
+			name := asciiLower(str(fn["function_name"]))
 			if !allowedTableFunctions[name] {
 				bad = status.Errorf(codes.InvalidArgument,
 					"table function %s is not available in tsflight SQL (it could read files or change the engine other clients share); the table functions are %s",
 					truncateName(name), strings.Join(tableFunctionNames(), ", "))
 			}
 		case str(m["class"]) == "FUNCTION":
-			name := strings.ToLower(str(m["function_name"]))
+			name := asciiLower(str(m["function_name"]))
 			if refusedScalarFunctions[name] {
 				bad = status.Errorf(codes.InvalidArgument,
 					"function %s is not available in tsflight SQL (it changes or reveals the state of the engine other clients share)", name)
@@ -122,7 +128,7 @@ func verifyRewrite(ctx context.Context, sess *session, text string, names, files
 		switch {
 		case str(m["type"]) == "TABLE_FUNCTION":
 			fn, _ := m["function"].(map[string]any)
-			name := strings.ToLower(str(fn["function_name"]))
+			name := asciiLower(str(fn["function_name"]))
 			switch {
 			case name == "read_parquet":
 				if !plannedParquet(fn, files) {
@@ -131,11 +137,13 @@ func verifyRewrite(ctx context.Context, sess *session, text string, names, files
 			case name == "ts_coverage" || name == "ts_gaps" || !allowedTableFunctions[name]:
 				bad = "table function " + truncateName(name)
 			}
+		case str(m["type"]) == "SHOW_REF":
+			bad = "SHOW"
 		case str(m["type"]) == "BASE_TABLE":
-			if !isTrue(m[cteRefMark]) && (str(m["catalog_name"]) != "" || str(m["schema_name"]) != "" || !names[strings.ToLower(str(m["table_name"]))]) {
+			if !isTrue(m[cteRefMark]) && (str(m["catalog_name"]) != "" || str(m["schema_name"]) != "" || !names[asciiLower(str(m["table_name"]))]) {
 				bad = "table " + truncateName(str(m["table_name"]))
 			}
-		case str(m["class"]) == "FUNCTION" && refusedScalarFunctions[strings.ToLower(str(m["function_name"]))]:
+		case str(m["class"]) == "FUNCTION" && refusedScalarFunctions[asciiLower(str(m["function_name"]))]:
 			bad = "function " + str(m["function_name"])
 		}
 	})

@@ -31,6 +31,12 @@ func TestCallSpan(t *testing.T) {
 		`ts_gaps("q)", 'a') x`:            len(`ts_gaps("q)", 'a')`),
 		"ts_gaps /* ( */ ('a') x":         len("ts_gaps /* ( */ ('a')"),
 		"ts_gaps(('a'), (select 1)) x":    len("ts_gaps(('a'), (select 1))"),
+		// DuckDB ends a line comment at \r too.
+		"ts_gaps('a', -- c \r ')' ) x": len("ts_gaps('a', -- c \r ')' )"),
+		// 1E'…' is the number 1 and an escape string; aE'…' an identifier
+		// and a plain string.
+		"ts_gaps(1E'\\') x', 'y') z": len("ts_gaps(1E'\\') x', 'y')"),
+		"ts_gaps(aE'\\') x":          len("ts_gaps(aE'\\')"),
 	} {
 		if got, ok := callSpan(s); !ok || got != want {
 			t.Errorf("callSpan(%q) = %d, %v; want %d", s, got, ok, want)
@@ -64,6 +70,17 @@ func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
 		{"WITH duckdb_logs AS (SELECT * FROM duckdb_logs) SELECT * FROM duckdb_logs", codes.NotFound, []string{`"duckdb_logs"`}},
 		{`WITH "` + root + `/cpu/_timeseries_log/0000000001.json" AS (SELECT * FROM '` + root + `/cpu/_timeseries_log/0000000001.json') SELECT * FROM "` + root + `/cpu/_timeseries_log/0000000001.json"`, codes.NotFound, []string{"does not exist"}},
 		{`SELECT count(*) FROM (WITH "` + root + `/cpu/data/**/*.parquet" AS (SELECT 1) SELECT 1), '` + root + `/cpu/data/**/*.parquet'`, codes.NotFound, []string{"does not exist"}},
+		// The third review: names folded by Unicode rules (Kelvin sign,
+		// dotted capital I) where DuckDB folds ASCII only; a \r ending a
+		// comment; a qualified reference hidden by a CTE; SHOW; the
+		// rewritten text through current_query().
+		{"WITH \"pg_sett\u0130ngs\" AS (SELECT 1) SELECT name, setting FROM pg_settings", codes.NotFound, []string{`"pg_settings"`}},
+		{"WITH \"duc\u212Adb_logs\" AS (SELECT 1) SELECT count(*) FROM duckdb_logs", codes.NotFound, []string{`"duckdb_logs"`}},
+		{`WITH "` + root + "/[c\u212A]pu/**/*.parquet\" AS (SELECT 1) SELECT count(*) FROM \"" + root + `/[ck]pu/**/*.parquet"`, codes.NotFound, []string{"does not exist"}},
+		{"WITH cpu AS (SELECT 1 AS q) SELECT count(*) FROM tsflight.main.cpu", codes.InvalidArgument, []string{"hidden by a common table expression named cpu"}},
+		{"SELECT * FROM (SHOW databases)", codes.InvalidArgument, []string{"SHOW, DESCRIBE and SUMMARIZE are not available"}},
+		{"SHOW ALL TABLES", codes.InvalidArgument, nil},
+		{"SELECT current_query()", codes.InvalidArgument, []string{"current_query"}},
 		// Macros over refused functions.
 		{"SELECT pg_sleep(0)", codes.InvalidArgument, []string{"function pg_sleep is not available"}},
 		{"SELECT get_block_size('memory')", codes.InvalidArgument, []string{"get_block_size"}},
@@ -74,15 +91,21 @@ func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
 	}
 	// The dollar-quoted variant is now what DuckDB reads it as: one string,
 	// the entity of the ts_gaps call, whose answer is gaps and nothing else.
-	dollar := "SELECT * FROM ts_gaps('cpu', '2024-01-01T00:00:00Z', '2024-01-02T00:00:00Z', $x$h1) , (SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories') --$x$)"
-	r := s.mustQuery(ctx, dollar)
-	defer r.release()
-	var cols []string
-	for _, f := range r.schema.Fields() {
-		cols = append(cols, f.Name)
-	}
-	if got := strings.Join(cols, ","); got != "gap_start,gap_end,end_inclusive,intervals" {
-		t.Errorf("%s: columns %s, want the gaps of ts_gaps only", dollar, got)
+	// So is the \r variant: DuckDB ends the comment at \r, and the string
+	// after it is the entity.
+	for _, q := range []string{
+		"SELECT * FROM ts_gaps('cpu', '2024-01-01T00:00:00Z', '2024-01-02T00:00:00Z', $x$h1) , (SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories') --$x$)",
+		"SELECT * FROM ts_gaps('cpu', '2024-01-01T00:00:00Z', '2024-01-02T00:00:00Z', -- c \r '\n) g, (SELECT 42 AS hidden) h --' ) g LIMIT 1",
+	} {
+		r := s.mustQuery(ctx, q)
+		var cols []string
+		for _, f := range r.schema.Fields() {
+			cols = append(cols, f.Name)
+		}
+		r.release()
+		if got := strings.Join(cols, ","); got != "gap_start,gap_end,end_inclusive,intervals" {
+			t.Errorf("%q: columns %s, want the gaps of ts_gaps only", q, got)
+		}
 	}
 	// What is allowed still works, comments and dollar quotes included.
 	for q, want := range map[string]string{

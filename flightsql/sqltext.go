@@ -108,7 +108,8 @@ func skipLexeme(s string, i int) (int, bool) {
 	rest := s[i:]
 	switch {
 	case strings.HasPrefix(rest, "--"):
-		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+		// DuckDB ends a line comment at \n or \r.
+		if j := strings.IndexAny(rest, "\n\r"); j >= 0 {
 			return i + j + 1, true
 		}
 		return len(s), true
@@ -129,7 +130,7 @@ func skipLexeme(s string, i int) (int, bool) {
 		}
 		return -1, true
 	case s[i] == '\'':
-		escapes := i > 0 && (s[i-1] == 'e' || s[i-1] == 'E') && (i < 2 || !isIdentByte(s[i-2]))
+		escapes := i > 0 && (s[i-1] == 'e' || s[i-1] == 'E') && startsToken(s, i-1)
 		for j := i + 1; j < len(s); j++ {
 			switch {
 			case escapes && s[j] == '\\':
@@ -167,4 +168,45 @@ func skipLexeme(s string, i int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// startsToken reports whether the identifier character at s[i] starts a
+// token, as DuckDB's lexer reads it: the run of identifier characters
+// before it is empty or all digits (a number: "1E'x'" is 1 and then the
+// string E'x'), not an identifier ("aE'x'" is aE and then 'x').
+func startsToken(s string, i int) bool {
+	j := i
+	for j > 0 && isIdentByte(s[j-1]) {
+		j--
+	}
+	for k := j; k < i; k++ {
+		if s[k] < '0' || s[k] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lowers ASCII letters only, as DuckDB folds identifiers: Go's
+// strings.ToLower also folds letters such as the Kelvin sign (K) to ASCII,
+// which made a CTE named "pg_settİngs" look like one named pg_settings.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// asciiEqualFold compares names as DuckDB does: ASCII letters without
+// case, every other byte exactly.
+func asciiEqualFold(a, b string) bool {
+	return len(a) == len(b) && asciiLower(a) == asciiLower(b)
 }
