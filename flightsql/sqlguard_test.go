@@ -124,17 +124,7 @@ func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
 // TestVerifyRewrite checks the last line of defence directly: a rewritten
 // statement naming anything the plan did not is refused.
 func TestVerifyRewrite(t *testing.T) {
-	ctx := context.Background()
-	e, err := newEngine(ctx, t.TempDir(), DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close()
-	sess, err := e.open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.close()
+	ctx, sess := engineSession(t)
 	names := map[string]bool{"cpu": true, "__tsflight_ts_gaps_1": true}
 	files := map[string]bool{"/root/cpu/data/a.parquet": true}
 	for text, ok := range map[string]bool{
@@ -163,17 +153,7 @@ func TestVerifyRewrite(t *testing.T) {
 // function (directly or through another such macro), and requires each to
 // be refused: a DuckDB upgrade that adds one fails here.
 func TestGuardCoversMacros(t *testing.T) {
-	ctx := context.Background()
-	e, err := newEngine(ctx, t.TempDir(), DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close()
-	sess, err := e.open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.close()
+	ctx, sess := engineSession(t)
 	list := func(q string) []string {
 		out, err := sess.scalarString(ctx, q)
 		if err != nil {
@@ -225,17 +205,7 @@ func TestGuardCoversMacros(t *testing.T) {
 // 24 planned segments, against the analysis of the statement as sent
 // (which every query pays once): the check is one more parse.
 func BenchmarkVerifyRewrite(b *testing.B) {
-	ctx := context.Background()
-	e, err := newEngine(ctx, b.TempDir(), DefaultOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.close()
-	sess, err := e.open(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.close()
+	ctx, sess := engineSession(b)
 	files := map[string]bool{}
 	var list []string
 	for i := range 24 {
@@ -260,4 +230,25 @@ func BenchmarkVerifyRewrite(b *testing.B) {
 			}
 		}
 	})
+}
+
+// engineSession opens an engine on a temporary root and one session of it,
+// both closed when tb ends.
+func engineSession(tb testing.TB) (context.Context, *session) {
+	tb.Helper()
+	ctx := context.Background()
+	e, err := newEngine(ctx, tb.TempDir(), DefaultOptions())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sess, err := e.open(ctx)
+	if err != nil {
+		e.close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		sess.close()
+		e.close()
+	})
+	return ctx, sess
 }

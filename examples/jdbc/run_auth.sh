@@ -24,23 +24,8 @@ fi
 here="$(cd "$(dirname "$0")" && pwd)"
 main_class="$here/target/classes/tsflight/JdbcAuthCheck.class"
 
-needs_build=0
-if [ ! -f "$main_class" ] || ! ls "$here"/target/lib/flight-sql-jdbc-driver-*.jar >/dev/null 2>&1; then
-  needs_build=1
-elif [ -n "$(find "$here/src" "$here/pom.xml" -newer "$main_class" -print -quit)" ]; then
-  needs_build=1
-fi
-if [ "$needs_build" -eq 1 ]; then
-  log="$(mktemp)"
-  build() { mvn -q -B "$@" -f "$here/pom.xml" -DskipTests package >"$log" 2>&1; }
-  if ! build -o && ! build; then
-    cat "$log" >&2
-    rm -f "$log"
-    echo "FAIL build: mvn package failed in $here (.ci/install fetches its dependencies)" >&2
-    exit 2
-  fi
-  rm -f "$log"
-fi
+# shellcheck source=build.sh
+. "$here/build.sh"
 
 # mask: copies its input, every token replaced by ***.
 mask() {
