@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,10 @@ import (
 // sends the first batch at once and holds only what is in flight.
 type engine struct {
 	db bindings.Database
+	// spill is DuckDB's temporary directory, private to this engine
+	// (DuckDB's default, .tmp under the working directory, would be
+	// readable by queries as an allowed directory).
+	spill string
 }
 
 // newEngine opens an in-memory DuckDB that may read files under root only.
@@ -44,6 +49,12 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 		return nil, fmt.Errorf("starting DuckDB: %s", msg)
 	}
 	e := &engine{db: db}
+	spill, err := os.MkdirTemp("", "tsflight-duckdb-")
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("starting DuckDB: its temporary directory: %w", err)
+	}
+	e.spill = spill
 	sess, err := e.open(ctx)
 	if err != nil {
 		e.close()
@@ -52,6 +63,7 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 	defer sess.close()
 	settings := []string{
 		"SET GLOBAL TimeZone = 'UTC'",
+		"SET GLOBAL temp_directory = " + sqlString(spill),
 		"SET GLOBAL autoinstall_known_extensions = false",
 		"SET GLOBAL autoload_known_extensions = false",
 		"SET GLOBAL allowed_directories = [" + sqlString(strings.TrimSuffix(root, "/")+"/") + "]",
@@ -78,6 +90,9 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 
 func (e *engine) close() error {
 	bindings.Close(&e.db)
+	if e.spill != "" {
+		return os.RemoveAll(e.spill)
+	}
 	return nil
 }
 

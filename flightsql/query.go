@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -179,6 +180,15 @@ func conform(rec arrow.RecordBatch, target *arrow.Schema, mem memory.Allocator) 
 			c.Retain()
 			cols[i] = c
 		case c.NullN() == c.Len():
+			// The target type comes from the ticket, which the client
+			// holds: a forged fixed_size_binary(2^31-1) would have the
+			// server allocate terabytes.
+			if n := nullFillBytes(f.Type, c.Len()); n > maxNullFill {
+				for _, c := range cols[:i] {
+					c.Release()
+				}
+				return nil, fmt.Errorf("column %s: the statement's schema says %s, whose NULLs would take %d bytes a batch", f.Name, f.Type, n)
+			}
 			cols[i] = array.MakeArrayOfNull(mem, f.Type, c.Len())
 		default:
 			for _, c := range cols[:i] {
@@ -192,6 +202,46 @@ func conform(rec arrow.RecordBatch, target *arrow.Schema, mem memory.Allocator) 
 		c.Release()
 	}
 	return out, nil
+}
+
+// maxNullFill bounds what conform allocates for one column of NULLs: more
+// than any type DuckDB produces needs for a batch.
+const maxNullFill = 64 << 20
+
+// nullFillBytes is about what array.MakeArrayOfNull allocates for n NULLs
+// of dt, saturating instead of overflowing.
+func nullFillBytes(dt arrow.DataType, n int) int64 {
+	mul := func(a, b int64) int64 {
+		if a <= 0 || b <= 0 {
+			return 0
+		}
+		if a > math.MaxInt64/b {
+			return math.MaxInt64
+		}
+		return a * b
+	}
+	add := func(a, b int64) int64 {
+		if a > math.MaxInt64-b {
+			return math.MaxInt64
+		}
+		return a + b
+	}
+	rows := int64(n)
+	switch t := dt.(type) {
+	case *arrow.FixedSizeBinaryType:
+		return mul(int64(t.ByteWidth), rows)
+	case *arrow.FixedSizeListType:
+		return nullFillBytes(t.Elem(), int(min(mul(int64(t.Len()), rows), math.MaxInt32)))
+	case *arrow.StructType:
+		total := rows / 8
+		for _, f := range t.Fields() {
+			total = add(total, nullFillBytes(f.Type, n))
+		}
+		return total
+	case arrow.FixedWidthDataType:
+		return mul(int64(max(t.BitWidth(), 8)/8), rows)
+	}
+	return mul(8, rows+1) // offsets
 }
 
 // prepareOn plans q on a new connection, creates what the plan needs and
@@ -467,11 +517,14 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 			}
 		}
 		parts, rows, bytes = parts[:0], 0, 0
-		if err == nil {
-			rec, err = conform(rec, target, s.alloc)
-		}
 		if err != nil {
 			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
+			return false
+		}
+		if rec, err = conform(rec, target, s.alloc); err != nil {
+			// The target schema travels in the ticket, which the client
+			// holds and may have edited.
+			send(flight.StreamChunk{Err: status.Errorf(codes.InvalidArgument, "the result does not fit the ticket's schema (a ticket from GetFlightInfo is used as it came): %v", err)})
 			return false
 		}
 		keep, over := budget.take(rec)

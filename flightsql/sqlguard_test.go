@@ -7,12 +7,16 @@ package flightsql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 )
 
@@ -81,6 +85,8 @@ func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
 		{"SELECT * FROM (SHOW databases)", codes.InvalidArgument, []string{"SHOW, DESCRIBE and SUMMARIZE are not available"}},
 		{"SHOW ALL TABLES", codes.InvalidArgument, nil},
 		{"SELECT current_query()", codes.InvalidArgument, []string{"current_query"}},
+		// The fourth review: json_serialize_plan binds the SQL it is given.
+		{"SELECT json_serialize_plan('SELECT current_setting(''allowed_directories'') AS x', optimize := true)", codes.InvalidArgument, []string{"function json_serialize_plan is not available"}},
 		// Macros over refused functions.
 		{"SELECT pg_sleep(0)", codes.InvalidArgument, []string{"function pg_sleep is not available"}},
 		{"SELECT get_block_size('memory')", codes.InvalidArgument, []string{"get_block_size"}},
@@ -251,4 +257,78 @@ func engineSession(tb testing.TB) (context.Context, *session) {
 		e.close()
 	})
 	return ctx, sess
+}
+
+// A statement ticket is the client's to edit: a forged result schema once
+// made the server allocate terabytes of NULLs (fourth review). It is now
+// an error of that DoGet, and the server goes on.
+func TestForgedTicketSchemaIsRefused(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	q := "SELECT CAST(NULL AS INTEGER) AS a FROM range(2048)"
+	forge := func(typ arrow.DataType) *flight.FlightInfo {
+		tk, err := flightsql.CreateStatementQueryTicket(mustJSON(t, stmtHandle{ID: newID(), Query: q,
+			Schema: flight.SerializeSchema(arrow.NewSchema([]arrow.Field{{Name: "a", Type: typ, Nullable: true}}, nil), s.cliMem)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tk}}}}
+	}
+	_, err := s.fetch(ctx, forge(&arrow.FixedSizeBinaryType{ByteWidth: 1<<31 - 1}))
+	wantCode(t, "a ticket whose schema makes NULLs of fixed_size_binary(2^31-1)", err, codes.InvalidArgument, "ticket's schema", "fixed_size_binary", "bytes a batch")
+	// A schema DuckDB could have produced is honoured.
+	r, err := s.fetch(ctx, forge(arrow.PrimitiveTypes.Float64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.rows != 2048 || !arrow.TypeEqual(r.schema.Field(0).Type, arrow.PrimitiveTypes.Float64) {
+		t.Fatalf("a float64 NULL column: %d rows of %s", r.rows, r.schema.Field(0).Type)
+	}
+	r.release()
+	if got := s.scalar(ctx, "SELECT 41 + 1"); got != "42" {
+		t.Fatalf("the server after the forged ticket: %s", got)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGuardReviewedScalars lists DuckDB's scalar functions whose names
+// speak of SQL, plans, settings, files, logs, queries or the catalog, and
+// requires each to be refused or reviewed harmless below: a DuckDB upgrade
+// adding such a function fails here until someone looks at it (the fourth
+// review read files through json_serialize_plan).
+func TestGuardReviewedScalars(t *testing.T) {
+	harmless := map[string]string{
+		"current_catalog": "a name", "current_database": "a name", "current_query_id": "a number",
+		"current_schema": "a name", "current_schemas": "names", "in_search_path": "a boolean",
+		"getvariable":            "NULL: variables are set by statements, which are refused",
+		"has_database_privilege": "a constant", "has_schema_privilege": "a constant",
+		"json_deserialize_sql": "text from JSON, not run", "json_serialize_sql": "parses only",
+		"json_extract_path": "JSON", "json_extract_path_text": "JSON",
+		"log": "math", "log10": "math", "log2": "math",
+		"parse_dirname": "string", "parse_dirpath": "string", "parse_filename": "string", "parse_path": "string",
+		"parse_duckdb_log_message": "parses its argument",
+		"pg_conversion_is_visible": "a constant", "pg_is_other_temp_schema": "a constant", "pg_my_temp_schema": "a constant",
+		"pg_ts_config_is_visible": "a constant", "pg_ts_template_is_visible": "a constant",
+		"uuid_extract_version": "of its argument", "version": "DuckDB's version",
+	}
+	ctx, sess := engineSession(t)
+	out, err := sess.scalarString(ctx, `SELECT string_agg(DISTINCT function_name, ' ' ORDER BY function_name) FROM duckdb_functions()
+		WHERE function_type IN ('scalar', 'macro', 'aggregate')
+		AND regexp_matches(function_name, 'sql|plan|setting|secret|file|log|query|exec|env|variable|path|read|glob|attach|extension|checkpoint|profil|schema|catalog|database|version|config|option|memory|temp|dir')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strings.Fields(out) {
+		if _, ok := harmless[name]; !ok && !refusedScalarFunctions[name] {
+			t.Errorf("scalar function %s is neither refused nor reviewed harmless", name)
+		}
+	}
 }
