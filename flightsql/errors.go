@@ -65,5 +65,14 @@ func sqlStatus(err error) error {
 	case bindings.ErrorTypePermission:
 		code = codes.PermissionDenied
 	}
-	return status.Error(code, de.msg)
+	// DuckDB ends binder and conversion errors with a "LINE n: …" excerpt
+	// of the statement it ran, which is the rewritten one: it would show
+	// the root's path and segment files, at positions that are not the
+	// client's. (Errors in the client's own text come from the analysis,
+	// excerpt included.)
+	msg := de.msg
+	if i := strings.Index(msg, "\nLINE "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "\n ")
+	}
+	return status.Error(code, msg)
 }
