@@ -27,10 +27,25 @@ type ScanRequest struct {
 	Version *uint64 `json:"version,omitempty"`
 }
 
+// MaxJSONBody bounds a JSON request body (an action body, a command
+// descriptor, a ticket): every legitimate one is a few kilobytes.
+const MaxJSONBody = 1 << 20
+
+// maxJSONDepth bounds how deep a JSON request nests: tsflight's requests
+// nest three levels at most.
+const maxJSONDepth = 32
+
 // decodeStrict decodes a JSON object into v, refusing unknown fields and
 // trailing data, with errors that name the request.
 func decodeStrict(what string, data []byte, v any) error {
-	if key, dup := duplicateKey(data); dup {
+	if len(data) > MaxJSONBody {
+		return invalid("%s: the JSON body is %d bytes; at most %d are accepted", what, len(data), MaxJSONBody)
+	}
+	key, dup, deep := duplicateKey(data)
+	switch {
+	case deep:
+		return invalid("%s: the JSON body nests deeper than %d levels", what, maxJSONDepth)
+	case dup:
 		return invalid("%s: the JSON body gives %q more than once", what, truncate(key, 64))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -50,7 +65,10 @@ func decodeStrict(what string, data []byte, v any) error {
 // {"apply": true, "APPLY": null} means different things to readers that
 // keep the first, the last or one spelling, so it is refused. Malformed
 // JSON reports nothing (the decoder says what is wrong).
-func duplicateKey(data []byte) (string, bool) {
+//
+// It also reports a value nested deeper than maxJSONDepth, without reading
+// further (a 60 MB ticket of "[[[[…" once cost gigabytes).
+func duplicateKey(data []byte) (key string, dup, deep bool) {
 	type level struct {
 		keys      map[string]bool // nil for an array
 		expectKey bool
@@ -61,9 +79,12 @@ func duplicateKey(data []byte) (string, bool) {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return "", false, false
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+			if len(stack) >= maxJSONDepth {
+				return "", false, true
+			}
 			l := &level{}
 			if d == '{' {
 				l.keys, l.expectKey = map[string]bool{}, true
@@ -77,7 +98,7 @@ func duplicateKey(data []byte) (string, bool) {
 			top := stack[len(stack)-1]
 			k := strings.ToLower(key)
 			if top.keys[k] {
-				return key, true
+				return key, true, false
 			}
 			top.keys[k] = true
 			top.expectKey = false
@@ -85,7 +106,7 @@ func duplicateKey(data []byte) (string, bool) {
 		}
 		// A value ended.
 		if len(stack) == 0 {
-			return "", false
+			return "", false, false
 		}
 		if top := stack[len(stack)-1]; top.keys != nil {
 			top.expectKey = true

@@ -6,6 +6,7 @@
 package flightserver
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -166,7 +167,7 @@ func TestDuplicateKey(t *testing.T) {
 		`"a"`:                                 "",
 		`not json`:                            "",
 	} {
-		key, dup := duplicateKey([]byte(body))
+		key, dup, _ := duplicateKey([]byte(body))
 		if dup != (want != "") || key != want {
 			t.Errorf("duplicateKey(%s) = %q, %v; want %q", body, key, dup, want)
 		}
@@ -174,5 +175,24 @@ func TestDuplicateKey(t *testing.T) {
 	err := decodeStrict("vacuum", []byte(`{"table":"cpu","apply":true,"apply":null}`), &vacuumRequest{})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `vacuum: the JSON body gives "apply" more than once`) {
 		t.Errorf("decodeStrict of a duplicate key: %v", err)
+	}
+	// Deep nesting is refused before it costs anything (the fifth review
+	// made the server hold 5 GB with 60 MB of {"": …), and so are big
+	// bodies.
+	deep := []byte(strings.Repeat(`{"":`, 200_000))
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	err = decodeStrict("gaps", deep, &vacuumRequest{})
+	runtime.ReadMemStats(&m)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "gaps: the JSON body nests deeper than 32 levels") {
+		t.Errorf("decodeStrict of 200,000 nested objects: %v", err)
+	}
+	if grew := m.TotalAlloc - before; grew > 1<<20 {
+		t.Errorf("refusing 200,000 nested objects allocated %d bytes", grew)
+	}
+	err = decodeStrict("gaps", []byte(`{"table":"`+strings.Repeat("x", MaxJSONBody)+`"}`), &vacuumRequest{})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "at most 1048576 are accepted") {
+		t.Errorf("decodeStrict of a body over 1 MiB: %v", err)
 	}
 }

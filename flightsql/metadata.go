@@ -91,38 +91,48 @@ func like(pattern *string, s string) bool {
 	return likeMatch([]rune(*pattern), []rune(s))
 }
 
+// likeMatch matches greedily with one backtrack point, the last %: each %
+// commits the text matched before it, so the work is at most
+// len(p) × len(s) (a recursive matcher took exponential time on
+// %_%_%_…! against a long table name: the fifth review held a core for
+// minutes with one GetTables call).
 func likeMatch(p, s []rune) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '%':
-			for len(p) > 0 && p[0] == '%' {
-				p = p[1:]
-			}
-			if len(p) == 0 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if likeMatch(p, s[i:]) {
-					return true
+	pi, si := 0, 0
+	starP, starS := -1, 0
+	for si < len(s) {
+		if pi < len(p) {
+			switch c := p[pi]; {
+			case c == '%':
+				starP, starS = pi, si
+				pi++
+				continue
+			case c == '_':
+				pi++
+				si++
+				continue
+			default:
+				lit := c
+				step := 1
+				if c == '\\' && pi+1 < len(p) {
+					lit, step = p[pi+1], 2
+				}
+				if lit == s[si] {
+					pi += step
+					si++
+					continue
 				}
 			}
-			return false
-		case '_':
-			if len(s) == 0 {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		default:
-			if p[0] == '\\' && len(p) > 1 {
-				p = p[1:]
-			}
-			if len(s) == 0 || s[0] != p[0] {
-				return false
-			}
-			p, s = p[1:], s[1:]
 		}
+		if starP < 0 {
+			return false
+		}
+		starS++
+		pi, si = starP+1, starS
 	}
-	return len(s) == 0
+	for pi < len(p) && p[pi] == '%' {
+		pi++
+	}
+	return pi == len(p)
 }
 
 // catalogMatches reports whether a catalog filter admits tsflight.
