@@ -73,6 +73,9 @@ type Principal struct {
 	// Via is how the caller proved who it is: "token",
 	// "client-certificate" or "none".
 	Via string
+	// ID tells callers apart even when names repeat: the token's id
+	// (Token.ID) or the certificate's subject; "" without authentication.
+	ID string
 }
 
 type principalKey struct{}
@@ -227,14 +230,15 @@ func (a *Auth) check(secret string) (Principal, error) {
 	if now := a.now(); tok.Expired(now) {
 		return Principal{}, status.Errorf(codes.Unauthenticated, "token %s expired at %s", tok.Name, tok.Expires.UTC().Format(time.RFC3339))
 	}
-	return Principal{Name: tok.Name, Scope: tok.Scope, Via: "token"}, nil
+	return Principal{Name: tok.Name, Scope: tok.Scope, Via: "token", ID: tok.ID}, nil
 }
 
 // certPrincipal names the caller by its verified client certificate.
 func (a *Auth) certPrincipal(ctx context.Context) (Principal, error) {
 	if p, ok := peer.FromContext(ctx); ok {
 		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
-			return Principal{Name: info.State.VerifiedChains[0][0].Subject.String(), Scope: ScopeWrite, Via: "client-certificate"}, nil
+			subject := info.State.VerifiedChains[0][0].Subject.String()
+			return Principal{Name: subject, Scope: ScopeWrite, Via: "client-certificate", ID: subject}, nil
 		}
 	}
 	return Principal{}, status.Error(codes.Unauthenticated, "a verified client certificate is required")

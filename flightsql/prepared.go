@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	bindings "github.com/duckdb/duckdb-go-bindings"
@@ -78,6 +79,10 @@ func (p *preparedStore) put(h string, ps *prepared) {
 	p.m[h] = ps
 }
 
+// MaxParameterRows bounds the parameter rows bound to one prepared
+// statement (each is one execution of it).
+const MaxParameterRows = 10_000
+
 // errUnknownPrepared is the answer for a handle that is not the caller's.
 var errUnknownPrepared = status.Error(codes.NotFound, "unknown or expired prepared statement handle (prepare the statement again)")
 
@@ -107,7 +112,7 @@ func (p *preparedStore) drop(ctx context.Context, h []byte) {
 // callerName names the caller of ctx's call ("" without authentication).
 func callerName(ctx context.Context) string {
 	if p, ok := flightserver.PrincipalFromContext(ctx); ok && p.Via != "none" {
-		return p.Via + ":" + p.Name
+		return p.Via + ":" + p.ID // ids, not names: two tokens may share a name
 	}
 	return ""
 }
@@ -219,6 +224,19 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 		rec := rdr.RecordBatch()
 		if int(rec.NumCols()) != ps.nparams {
 			return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, the bound batch has %d columns", ps.nparams, rec.NumCols())
+		}
+		// Every bound row is one execution, planned on its own, and the
+		// rows stay until the statement closes: any read token may bind
+		// them (the fifth review held 3.5 GB with 32 M rows).
+		if len(rows)+int(rec.NumRows()) > MaxParameterRows {
+			return nil, status.Errorf(codes.ResourceExhausted, "more than %d parameter rows bound to one prepared statement; each row is one execution: bind fewer, or send the values in the query (IN lists, a VALUES join)", MaxParameterRows)
+		}
+		// A dictionary index beyond its dictionary would panic the value
+		// conversion.
+		for c, col := range rec.Columns() {
+			if err := array.ValidateFull(col); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
+			}
 		}
 		for r := 0; r < int(rec.NumRows()); r++ {
 			row := make([]any, rec.NumCols())

@@ -404,6 +404,37 @@ func TestPreparedErrors(t *testing.T) {
 	}
 	wantCode(t, "execute with a bad timestamp", err, codes.InvalidArgument, "not a timestamp")
 
+	// Too many parameter rows: each is one execution (fifth review).
+	one := s.prepare(ctx, "SELECT count(*) FROM cpu WHERE host = ?")
+	many := make([][]any, MaxParameterRows+1)
+	for i := range many {
+		many[i] = []any{"a"}
+	}
+	params = paramBatch(t, s, []arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}}, many)
+	one.SetParameters(params)
+	params.Release()
+	_, err = one.Execute(ctx)
+	wantCode(t, "binding 10,001 parameter rows", err, codes.ResourceExhausted, "more than 10000 parameter rows")
+
+	// A dictionary index beyond its dictionary (once a panic).
+	dict := array.NewStringBuilder(s.cliMem)
+	dict.Append("a")
+	dictArr := dict.NewArray()
+	dict.Release()
+	idx := array.NewInt32Builder(s.cliMem)
+	idx.Append(7)
+	idxArr := idx.NewArray()
+	idx.Release()
+	bad := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, idxArr, dictArr)
+	idxArr.Release()
+	dictArr.Release()
+	badBatch := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "h", Type: bad.DataType()}}, nil), []arrow.Array{bad}, 1)
+	bad.Release()
+	one.SetParameters(badBatch)
+	badBatch.Release()
+	_, err = one.Execute(ctx)
+	wantCode(t, "a dictionary index beyond its dictionary", err, codes.InvalidArgument, "parameter 1 (h)")
+
 	// Closing, then using the handle.
 	p2, err := s.client.Prepare(ctx, "SELECT count(*) FROM cpu WHERE host = ?")
 	if err != nil {

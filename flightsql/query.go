@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -408,6 +410,17 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		defer s.endRun(h.ID)
 		defer cancel()
 		defer sess.close()
+		// This goroutine is outside the handler: a panic here would end
+		// the process instead of the call. Turn it into the call's error.
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("result stream panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				sendChunk(parent, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "internal error streaming the result (see the server log)")})
+			}
+		}()
+		if hook := streamTestHook.Load(); hook != nil {
+			(*hook)()
+		}
 		budget := &rowBudget{max: s.opts.MaxResultRows}
 		ok := s.stream(ctx, rdr, target, ch, budget)
 		rdr.Release()
@@ -431,6 +444,10 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	}()
 	return target, ch, nil
 }
+
+// streamTestHook, when set (by tests only), runs at the start of every
+// result stream's goroutine.
+var streamTestHook atomic.Pointer[func()]
 
 // run plans one execution of a ticket's statement on sess, creates its
 // views and starts it.

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A query costs DuckDB a parse and a bind before it runs, and a Flight SQL
@@ -41,6 +43,11 @@ func (r *readyQuery) start(ps bindings.PreparedStatement) {
 	r.cancel, r.done = cancel, make(chan struct{})
 	go func() {
 		defer close(r.done)
+		defer func() { // outside any handler: a panic would end the process
+			if p := recover(); p != nil {
+				r.err = status.Errorf(codes.Internal, "internal error starting the query: %v", p)
+			}
+		}()
 		r.rdr, r.err = r.sess.execute(ctx, ps, nil)
 	}()
 }

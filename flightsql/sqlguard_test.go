@@ -339,3 +339,21 @@ func TestGuardReviewedScalars(t *testing.T) {
 		}
 	}
 }
+
+// A panic in a result stream's goroutine (outside the handler, where no
+// middleware recovers it) ends that call with INTERNAL, not the process.
+func TestStreamPanicEndsTheCallOnly(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	boom := func() { panic("boom in a result stream") }
+	streamTestHook.Store(&boom)
+	_, err := s.query(ctx, "SELECT 1")
+	streamTestHook.Store(nil)
+	wantCode(t, "a query whose stream panics", err, codes.Internal, "internal error streaming the result")
+	if got := s.scalar(ctx, "SELECT 41 + 1"); got != "42" {
+		t.Fatalf("the server after the panic: %s", got)
+	}
+	if !strings.Contains(s.logs.String(), "boom in a result stream") {
+		t.Error("the panic was not logged")
+	}
+}

@@ -550,6 +550,7 @@ func TestTokenCommand(t *testing.T) {
 		{[]string{"token", "new", "--scope", "read", "--file", file, "--expires", "soon"}, "neither a duration"},
 		{[]string{"token", "new", "--scope", "read", "--file", file, "--name", "a b"}, "--name \"a b\""},
 		{[]string{"token", "hash", "--scope", "read", "--file", file}, "--file is for token new"},
+		{[]string{"token", "new", "--scope", "write", "--name", "grafana", "--file", file}, "already has a token named grafana"},
 	} {
 		_, stderr, code := runCLI(t, nil, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

@@ -105,6 +105,16 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	if *file == "" {
 		return usagef("--file is required: the tokens file the server reads (--auth-tokens)")
 	}
+	if *name != "" {
+		// Names identify tokens in logs and in token revoke: keep them apart.
+		if toks, err := flightserver.ListTokens(*file); err == nil {
+			for _, t := range toks {
+				if t.Name == *name {
+					return usagef("%s already has a token named %s (%s): choose another name, or revoke that one first", *file, *name, t.ID)
+				}
+			}
+		}
+	}
 	secret, err := flightserver.NewToken()
 	if err != nil {
 		return err
