@@ -562,3 +562,32 @@ func TestAuthClientCertificates(t *testing.T) {
 	_, err = ts2.action(bearer(ctx, secretA), ActionCreateTable, map[string]any{"table": "x", "index_column": "ts", "index_type": "timestamp", "granularity": "10s"})
 	wantCode(t, "read token with a certificate", err, codes.PermissionDenied, "token a has read scope")
 }
+
+// Auth.Tap refuses a call without a valid token from its headers, before
+// gRPC reads the request: here it is the only authentication the server
+// has (no middleware), so every refusal below is the tap's, and the big
+// request of the first call was never held.
+func TestAuthTapRefusesBeforeTheRequestIsRead(t *testing.T) {
+	tokens, err := ParseTokens(strings.NewReader("a-token-for-the-tap-test-0001 read name=reader"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := NewAuth(AuthOptions{Tokens: func() *TokenSet { return tokens }})
+	gate := newGate(t, DefaultLimits())
+	ts := startGatedServer(t, nil, nil, gate.ServerOptions(auth.Tap)...)
+	ctx := ctxT(t)
+	big := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: make([]byte, 8<<20)}
+	_, err = ts.client.GetFlightInfo(ctx, big)
+	wantCode(t, "an 8 MiB GetFlightInfo without a token", err, codes.Unauthenticated, "authentication required")
+	_, err = ts.client.GetFlightInfo(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer nope-nope-nope-nope"), big)
+	wantCode(t, "with an unknown token", err, codes.Unauthenticated, "unknown token")
+	lf, err := ts.client.ListFlights(ctx, &flight.Criteria{})
+	if err == nil {
+		_, err = lf.Recv()
+	}
+	wantCode(t, "a stream without a token", err, codes.Unauthenticated, "authentication required")
+	// With the token the call reaches the service.
+	ok := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer a-token-for-the-tap-test-0001")
+	_, err = ts.client.GetFlightInfo(ok, pathDesc("nope"))
+	wantCode(t, "with the token", err, codes.NotFound, "nope")
+}

@@ -171,7 +171,11 @@ func (g *Gate) Refused() int64  { return g.refused.Load() }
 // per-call deadline
 // (applied before the call's handler and its reads start, so that a read
 // blocked on a silent client ends at the deadline too).
-func (g *Gate) ServerOptions() []grpc.ServerOption {
+//
+// taps run first, in order, before the request message is read (gRPC
+// takes one InTapHandle per server: pass Auth.Tap here); a tap's error
+// refuses the call with that status.
+func (g *Gate) ServerOptions(taps ...tap.ServerInHandle) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(g.l.MaxRecvMsgSize + MsgHeaderAllowance),
 		grpc.MaxSendMsgSize(g.l.MaxSendMsgSize + MsgHeaderAllowance),
@@ -183,7 +187,18 @@ func (g *Gate) ServerOptions() []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	if g.l.RequestTimeout > 0 {
-		opts = append(opts, grpc.InTapHandle(g.deadline))
+		taps = append(taps, g.deadline)
+	}
+	if len(taps) > 0 {
+		opts = append(opts, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			for _, t := range taps {
+				var err error
+				if ctx, err = t(ctx, info); err != nil {
+					return ctx, err
+				}
+			}
+			return ctx, nil
+		}))
 	}
 	return opts
 }

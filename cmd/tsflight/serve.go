@@ -248,7 +248,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	gopts := append(gate.ServerOptions(), svc.GRPCOptions()...) // zero-copy DoGet
+	gopts := append(gate.ServerOptions(sec.auth.Tap), svc.GRPCOptions()...) // zero-copy DoGet
 	gopts = append(gopts, sec.serverOptions()...)
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
