@@ -109,7 +109,10 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		if err != nil {
 			return nil, 0, err
 		}
-		if st, err = st.apply(c, CommitPath(v)); err != nil {
+		if v == from+1 {
+			st = st.replayCopy() // base may be shared; what follows is ours
+		}
+		if st, err = st.applyOwned(c, CommitPath(v)); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -150,7 +153,8 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 // exist and be valid.
 func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State, error) {
 	st := base
-	for n := st.versionOrZero() + 1; n <= v; n++ {
+	first := st.versionOrZero() + 1
+	for n := first; n <= v; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -161,7 +165,10 @@ func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State,
 		if err != nil {
 			return nil, err
 		}
-		if st, err = st.apply(c, CommitPath(n)); err != nil {
+		if n == first {
+			st = st.replayCopy() // base may be shared; what follows is ours
+		}
+		if st, err = st.applyOwned(c, CommitPath(n)); err != nil {
 			return nil, err
 		}
 	}
