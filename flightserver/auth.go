@@ -223,6 +223,12 @@ func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 	if err == nil {
 		_, err = a.check(secret)
 	}
+	if err != nil {
+		// No later middleware sees the call: log it here, as the call log
+		// does refused calls.
+		a.log.Debug(methodName(info.FullMethodName)+" refused", "code", codes.Unauthenticated.String(),
+			"peer", peerAddr(ctx), "error", status.Convert(err).Message())
+	}
 	return ctx, err
 }
 

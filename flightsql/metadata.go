@@ -82,6 +82,20 @@ func appendValue(b array.Builder, v any) error {
 	return nil
 }
 
+// maxPattern bounds a LIKE filter pattern: names are at most 128
+// characters, and each name is matched in len(pattern) × len(name) steps.
+const maxPattern = 1024
+
+// checkPatterns refuses filter patterns longer than maxPattern bytes.
+func checkPatterns(patterns ...*string) error {
+	for _, p := range patterns {
+		if p != nil && len(*p) > maxPattern {
+			return status.Errorf(codes.InvalidArgument, "a filter pattern of %d bytes: at most %d", len(*p), maxPattern)
+		}
+	}
+	return nil
+}
+
 // like reports whether s matches an SQL LIKE pattern (% any run, _ one
 // character, \ escapes). A nil pattern matches everything.
 func like(pattern *string, s string) bool {
@@ -151,6 +165,9 @@ func (s *Server) GetFlightInfoSchemas(_ context.Context, _ flightsql.GetDBSchema
 }
 
 func (s *Server) DoGetDBSchemas(_ context.Context, cmd flightsql.GetDBSchemas) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if err := checkPatterns(cmd.GetDBSchemaFilterPattern()); err != nil {
+		return nil, nil, err
+	}
 	var rows [][]any
 	if catalogMatches(cmd.GetCatalog()) && like(cmd.GetDBSchemaFilterPattern(), schemaName) {
 		rows = append(rows, []any{catalogName, schemaName})
@@ -169,6 +186,9 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 	sc := schema_ref.Tables
 	if cmd.GetIncludeSchema() {
 		sc = schema_ref.TablesWithIncludedSchema
+	}
+	if err := checkPatterns(cmd.GetDBSchemaFilterPattern(), cmd.GetTableNameFilterPattern()); err != nil {
+		return nil, nil, err
 	}
 	var rows [][]any
 	types := cmd.GetTableTypes()

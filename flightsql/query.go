@@ -350,6 +350,11 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	if err := json.Unmarshal(tkt.GetStatementHandle(), &h); err != nil || h.Query == "" {
 		return nil, nil, status.Error(codes.InvalidArgument, "the ticket is not a tsflight statement ticket")
 	}
+	if len(h.Rows) > MaxParameterRows {
+		// Tickets are the client's: the cap of DoPutPreparedStatementQuery
+		// holds here too.
+		return nil, nil, status.Errorf(codes.ResourceExhausted, "the ticket carries %d parameter rows; at most %d (each row is one execution)", len(h.Rows), MaxParameterRows)
+	}
 	rows := [][]any{nil}
 	if len(h.Rows) > 0 {
 		rows = rows[:0]
@@ -412,8 +417,12 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		defer sess.close()
 		// This goroutine is outside the handler: a panic here would end
 		// the process instead of the call. Turn it into the call's error.
+		var current array.RecordReader // the reader being streamed, released on a panic
 		defer func() {
 			if p := recover(); p != nil {
+				if current != nil {
+					current.Release()
+				}
 				s.log.Error("result stream panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				sendChunk(parent, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "internal error streaming the result (see the server log)")})
 			}
@@ -422,7 +431,9 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 			(*hook)()
 		}
 		budget := &rowBudget{max: s.opts.MaxResultRows}
+		current = rdr
 		ok := s.stream(ctx, rdr, target, ch, budget)
+		current = nil
 		rdr.Release()
 		for _, args := range rows[1:] {
 			if !ok {
@@ -433,7 +444,9 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 				sendChunk(ctx, ch, flight.StreamChunk{Err: err})
 				return
 			}
+			current = next
 			ok = s.stream(ctx, next, target, ch, budget)
+			current = nil
 			next.Release()
 		}
 		if ctx.Err() != nil && parent.Err() == nil {

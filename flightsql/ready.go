@@ -4,12 +4,15 @@ package flightsql
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -35,6 +38,7 @@ type readyQuery struct {
 	done   chan struct{}      // closed when rdr and err are set
 	rdr    array.RecordReader
 	err    error
+	log    hclog.Logger // for a panic while starting (nil: not logged)
 }
 
 // start executes ps (which it then owns) in the background.
@@ -45,7 +49,10 @@ func (r *readyQuery) start(ps bindings.PreparedStatement) {
 		defer close(r.done)
 		defer func() { // outside any handler: a panic would end the process
 			if p := recover(); p != nil {
-				r.err = status.Errorf(codes.Internal, "internal error starting the query: %v", p)
+				if r.log != nil {
+					r.log.Error("starting a query panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				}
+				r.err = status.Error(codes.Internal, "internal error starting the query (see the server log)")
 			}
 		}()
 		r.rdr, r.err = r.sess.execute(ctx, ps, nil)
@@ -186,7 +193,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		}
 		return nil, sqlStatus(err)
 	}
-	rq := &readyQuery{sess: sess, plan: plan, schema: sc, query: q, born: time.Now()}
+	rq := &readyQuery{sess: sess, plan: plan, schema: sc, query: q, born: time.Now(), log: s.log}
 	rq.start(ps)
 	return rq, nil
 }

@@ -295,6 +295,24 @@ func TestForgedTicketSchemaIsRefused(t *testing.T) {
 	if got := s.scalar(ctx, "SELECT 41 + 1"); got != "42" {
 		t.Fatalf("the server after the forged ticket: %s", got)
 	}
+
+	// A ticket carrying more parameter rows than a prepared statement may
+	// bind (sixth review: 21 M rows fit a 64 MiB ticket).
+	tk, err := flightsql.CreateStatementQueryTicket(mustJSON(t, stmtHandle{ID: newID(), Query: "SELECT 1 AS one", Rows: make([][]wireValue, MaxParameterRows+1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.fetch(ctx, &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tk}}}})
+	wantCode(t, "a ticket with 10,001 parameter rows", err, codes.ResourceExhausted, "10001 parameter rows; at most 10000")
+
+	// A GetTables filter pattern is bounded (each table name is matched
+	// against it).
+	long := strings.Repeat("%_", 600)
+	info, err := s.client.GetTables(ctx, &flightsql.GetTablesOpts{TableNameFilterPattern: &long})
+	if err == nil {
+		_, err = s.fetch(ctx, info)
+	}
+	wantCode(t, "a 1,200-byte table name pattern", err, codes.InvalidArgument, "filter pattern of 1200 bytes")
 }
 
 func mustJSON(t *testing.T, v any) []byte {

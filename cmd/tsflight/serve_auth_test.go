@@ -153,6 +153,10 @@ func TestServeTLSWithTokens(t *testing.T) {
 		{"DoAction: code=OK", "principal=loader"},
 		{"ListFlights: code=OK", "principal=grafana"},
 		{"DoAction refused: code=PermissionDenied", "principal=grafana", "token grafana has read scope"},
+		// Calls without a valid token are refused before the request is
+		// read, and logged there.
+		{"auth: ListFlights refused: code=Unauthenticated", "peer=127.0.0.1:", "authentication required"},
+		{"auth: ListFlights refused: code=Unauthenticated", "unknown token"},
 		// Changes to tables are logged at info level with who made them.
 		{"[INFO]", "table created: table=t1 by=loader"},
 		{"[INFO]", "vacuum applied: table=t1", "by=loader"},
