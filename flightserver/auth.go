@@ -98,8 +98,12 @@ func WithCallerSlot(ctx context.Context) (context.Context, *CallerSlot) {
 	return context.WithValue(ctx, callerSlotKey{}, slot), slot
 }
 
-// Principal returns the caller Auth found, if it got that far.
+// Principal returns the caller Auth found, if it got that far (nothing
+// for a nil slot).
 func (s *CallerSlot) Principal() (Principal, bool) {
+	if s == nil {
+		return Principal{}, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.p, s.ok

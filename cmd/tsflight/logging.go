@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -108,6 +109,17 @@ func (c *calls) track(ctx context.Context, method string, caller *flightserver.C
 		if p := recover(); p != nil {
 			c.log.Error("call panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			*err = status.Errorf(codes.Internal, "internal error in %s (see the server log)", method)
+		}
+		// A handler that stops because its client went away may return the
+		// context's own error, which gRPC would send (and the log would
+		// count) as UNKNOWN, a server failure.
+		if _, isStatus := status.FromError(*err); !isStatus {
+			switch {
+			case errors.Is(*err, context.Canceled):
+				*err = status.Error(codes.Canceled, (*err).Error())
+			case errors.Is(*err, context.DeadlineExceeded):
+				*err = status.Error(codes.DeadlineExceeded, (*err).Error())
+			}
 		}
 		code := status.Code(*err)
 		name := method[strings.LastIndexByte(method, '/')+1:]
