@@ -8,7 +8,6 @@ package flightserver
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +79,9 @@ type Principal struct {
 }
 
 type principalKey struct{}
+
+// tappedKey holds the caller Tap found, for the middleware.
+type tappedKey struct{}
 
 // CallerSlot receives the principal of a call from the Auth middleware, for
 // a middleware that runs before it (a call log): WithCallerSlot puts one
@@ -224,16 +226,20 @@ func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		return ctx, nil
 	}
 	secret, err := credentialOf(info.Header.Get(authorizationKey))
+	var p Principal
 	if err == nil {
-		_, err = a.check(secret)
+		p, err = a.check(secret)
 	}
 	if err != nil {
 		// No later middleware sees the call: log it here, as the call log
 		// does refused calls.
 		a.log.Debug(methodName(info.FullMethodName)+" refused", "code", codes.Unauthenticated.String(),
 			"peer", peerAddr(ctx), "error", status.Convert(err).Message())
+		return ctx, err
 	}
-	return ctx, err
+	// The middleware takes the caller from here instead of looking the
+	// token up a second time.
+	return context.WithValue(ctx, tappedKey{}, p), nil
 }
 
 // authenticate finds the caller of the call ctx belongs to.
@@ -243,6 +249,9 @@ func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
 	}
 	if a.o.Tokens == nil { // client certificates only: TLS verified them
 		return a.certPrincipal(ctx)
+	}
+	if p, ok := ctx.Value(tappedKey{}).(Principal); ok {
+		return p, nil
 	}
 	secret, err := credential(ctx)
 	if err != nil {
@@ -435,17 +444,4 @@ func (s *principalStream) RecvMsg(m any) error {
 		return nil
 	}
 	return s.ServerStream.RecvMsg(m)
-}
-
-// String describes the options for the start-up log line.
-func (o AuthOptions) String() string {
-	switch {
-	case o.Tokens != nil && o.ClientCertificates:
-		return fmt.Sprintf("tokens (%d) and client certificates", o.Tokens().Len())
-	case o.Tokens != nil:
-		return fmt.Sprintf("tokens (%d)", o.Tokens().Len())
-	case o.ClientCertificates:
-		return "client certificates"
-	}
-	return "off"
 }

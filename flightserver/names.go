@@ -30,8 +30,13 @@ func ValidateTableName(name string) error {
 
 // quoteName quotes a name for an error message, shortened if long.
 func quoteName(name string) string {
-	if len(name) > 64 {
-		name = name[:64] + "…"
+	return fmt.Sprintf("%q", truncate(name, 64))
+}
+
+// truncate shortens s to n bytes and an ellipsis, for messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return fmt.Sprintf("%q", name)
+	return s[:n] + "…"
 }

@@ -46,7 +46,7 @@ func decodeStrict(what string, data []byte, v any) error {
 	case deep:
 		return invalid("%s: the JSON body nests deeper than %d levels", what, maxJSONDepth)
 	case dup:
-		return invalid("%s: the JSON body gives %q more than once", what, truncate(key, 64))
+		return invalid("%s: the JSON body gives %s more than once", what, quoteName(key))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

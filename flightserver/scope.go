@@ -105,10 +105,3 @@ func classifyAction(a *flight.Action) (what string, write bool) {
 	}
 	return what, !readActions[typ]
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

@@ -49,9 +49,6 @@ func NewServerTLS(files TLSFiles) (*ServerTLS, error) {
 	return t, nil
 }
 
-// Files returns the files the configuration is read from.
-func (t *ServerTLS) Files() TLSFiles { return t.files }
-
 // Reload reads the files again. On an error the previous configuration
 // stays in force.
 func (t *ServerTLS) Reload() error {
