@@ -113,7 +113,7 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
 			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", quoteName(cmd.Create.Table), quoteName(cmd.Table))
 		}
-		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first)
+		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first, false)
 		return tb, err
 	}
 	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
@@ -175,7 +175,17 @@ func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.R
 // spec is checked even when the table exists, so that a bad spec fails the
 // same way every time. created reports whether this call created it.
 func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (tb *tableformat.Table, created bool, err error) {
-	return s.openOrCreate(ctx, name, spec, schema, nil)
+	return s.openOrCreate(ctx, name, spec, schema, nil, false)
+}
+
+// Create creates table name as spec says with the logical schema of
+// schema, exclusively: when the table exists, or another caller creates it
+// first, the answer is ALREADY_EXISTS and the caller must not write to it
+// (Flight SQL ingest in mode create). Of any number of concurrent calls on
+// one new name exactly one succeeds.
+func (s *Service) Create(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (*tableformat.Table, error) {
+	tb, _, err := s.openOrCreate(ctx, name, spec, schema, nil, true)
+	return tb, err
 }
 
 // openOrCreate is OpenOrCreate that, when it is about to create the table
@@ -183,8 +193,9 @@ func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec
 // would create, in memory: rows the new table would refuse (nulls in a
 // key, a duplicate interval, a type it cannot store) are refused before
 // anything exists on disk. Faults in later batches of the stream still
-// leave the created table, empty.
-func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema, first arrow.RecordBatch) (tb *tableformat.Table, created bool, err error) {
+// leave the created table, empty. With exclusive, a table that exists or is
+// created concurrently is ALREADY_EXISTS instead of opened.
+func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema, first arrow.RecordBatch, exclusive bool) (tb *tableformat.Table, created bool, err error) {
 	if err := ValidateTableName(name); err != nil {
 		return nil, false, err
 	}
@@ -195,6 +206,9 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 		return nil, false, err
 	}
 	tb, err = s.Table(ctx, name)
+	if err == nil && exclusive {
+		return nil, false, Status(&tableError{name: name, err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)})
+	}
 	if err == nil || !isNotFound(err) {
 		return tb, false, err
 	}
@@ -207,7 +221,7 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 		}
 	}
 	tb, err = s.catalog.create(ctx, name, co)
-	if isAlreadyExists(err) { // created concurrently: use it
+	if isAlreadyExists(err) && !exclusive { // created concurrently: use it
 		tb, err = s.Table(ctx, name)
 		return tb, false, err
 	}

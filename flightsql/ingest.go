@@ -33,7 +33,9 @@ import (
 //	tsflight.timezone        x-tsflight-timezone           time zone carried as metadata (default none)
 //
 // The index type follows the index column's Arrow type (timestamp, int64
-// or uint64). Mode replace is refused: the format has no atomic way to
+// or uint64). Mode create is exclusive: of concurrent creates on one name
+// exactly one creates the table and appends; the others are ALREADY_EXISTS
+// and write nothing (flightserver.Service.Create). Mode replace is refused: the format has no atomic way to
 // replace a table's contents yet.
 
 var ingestKeys = []string{"index_column", "granularity", "entity_columns", "timezone"}
@@ -100,7 +102,18 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		if err != nil {
 			return 0, err
 		}
-		if tb, _, err = s.svc.OpenOrCreate(ctx, name, spec, rdr.Schema()); err != nil {
+		if ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail {
+			// Mode create is exclusive: of concurrent creates on one name
+			// exactly one creates the table; the others must not append to
+			// it.
+			tb, err = s.svc.Create(ctx, name, spec, rdr.Schema())
+			if status.Code(err) == codes.AlreadyExists {
+				return 0, status.Errorf(codes.AlreadyExists, "ingest: table %s already exists (mode create; another ingest created it first); use mode append or create_append to add rows", name)
+			}
+		} else {
+			tb, _, err = s.svc.OpenOrCreate(ctx, name, spec, rdr.Schema())
+		}
+		if err != nil {
 			return 0, err
 		}
 	}

@@ -333,12 +333,43 @@ func resolveValue(ve valueExpr, args []any) (any, bool) {
 	return nil, false
 }
 
+// indexDuckType is the DuckDB type (as json_serialize_sql names it) of the
+// index column read from the segments' Parquet: TIMESTAMP WITH TIME ZONE
+// for a zoned column of any unit, TIMESTAMP_NS for a zoneless nanosecond
+// column, TIMESTAMP for zoneless milli- and microseconds (DuckDB reads a
+// Parquet TIMESTAMP(MILLIS) as TIMESTAMP; the table format has no second
+// unit). TestPruningDifferential checks it against typeof.
+func indexDuckType(st *tableformat.State) string {
+	f, ok := st.Schema().Column(st.Index().Column)
+	if !ok || f.Type.Kind != tableformat.TypeTimestamp {
+		return ""
+	}
+	if f.Type.Timezone != nil && *f.Type.Timezone != "" {
+		return "TIMESTAMP WITH TIME ZONE"
+	}
+	switch f.Type.Unit {
+	case tableformat.Nanos:
+		return "TIMESTAMP_NS"
+	}
+	return "TIMESTAMP"
+}
+
+// offsetApplies reports whether DuckDB 1.5.6 applies a UTC offset written
+// in a string it casts to the timestamp type typ (a json_serialize_sql
+// type id), moving the value to the UTC instant, rather than dropping the
+// offset and keeping the wall clock. Measured by TestDuckDBOffsetRule:
+// TIMESTAMPTZ and TIMESTAMP_NS apply it; TIMESTAMP, TIMESTAMP_MS and
+// TIMESTAMP_S drop it.
+func offsetApplies(typ string) bool {
+	return typ == "TIMESTAMP WITH TIME ZONE" || typ == "TIMESTAMP_NS"
+}
+
 // boundOf reads a compared value the way DuckDB will. A string becomes the
-// type it is cast to, or the column's type: a zoned type (TIMESTAMPTZ)
-// applies a UTC offset written in the string, a zoneless one (TIMESTAMP,
-// TIMESTAMP_S/_MS/_NS) keeps the wall clock and drops the offset, DATE
-// keeps the day. A parameter is bound as the type DuckDB inferred for it
-// (see bindTime), so only a DATE cast changes its value.
+// type it is cast to, or, compared as it is, the index column's type; a UTC
+// offset written in it is applied or dropped as that type does
+// (offsetApplies), DATE keeps the day. A parameter is bound as the type
+// DuckDB inferred for it (see bindTime), so only a DATE cast changes its
+// value.
 func boundOf(st *tableformat.State, ve valueExpr, args []any) (bound, bool) {
 	v, ok := resolveValue(ve, args)
 	if !ok || v == nil {
@@ -346,17 +377,11 @@ func boundOf(st *tableformat.State, ve valueExpr, args []any) (bound, bool) {
 	}
 	switch st.Index().Kind.Type {
 	case tableformat.IndexTimestamp:
-		zoned := false
-		if f, ok := st.Schema().Column(st.Index().Column); ok && f.Type.Timezone != nil && *f.Type.Timezone != "" {
-			zoned = true
-		}
 		target := ve.cast
 		switch {
 		case target == "" || target == "VARCHAR":
-			if zoned {
-				target = "TIMESTAMP WITH TIME ZONE"
-			} else {
-				target = "TIMESTAMP"
+			if target = indexDuckType(st); target == "" {
+				return bound{}, false
 			}
 		case target != "DATE" && !strings.HasPrefix(target, "TIMESTAMP"):
 			return bound{}, false
@@ -371,7 +396,7 @@ func boundOf(st *tableformat.State, ve valueExpr, args []any) (bound, bool) {
 				return bound{}, false
 			}
 			t = wall
-			if target == "TIMESTAMP WITH TIME ZONE" {
+			if offsetApplies(target) {
 				t = instant
 			}
 		default:
@@ -389,6 +414,9 @@ func boundOf(st *tableformat.State, ve valueExpr, args []any) (bound, bool) {
 			unit = time.Millisecond
 		case "TIMESTAMP_NS":
 			unit = time.Nanosecond
+		case "TIMESTAMP", "TIMESTAMP WITH TIME ZONE":
+		default: // a type not measured (TIMESTAMP_US is TIMESTAMP): no pruning
+			return bound{}, false
 		}
 		if ve.kind == 'p' { // bound as the column's type
 			unit = columnUnit(st)
