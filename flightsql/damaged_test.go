@@ -5,8 +5,10 @@ package flightsql
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -229,5 +231,74 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 	wantCode(t, "conversion error quoting a segment", got, codes.InvalidArgument, "cpu/"+segs[1].Path)
 	if strings.Contains(status.Convert(got).Message(), s.root) {
 		t.Fatalf("the message shows the root: %v", got)
+	}
+}
+
+// TestSegmentRowCountChecked: a table whose log records no file_size (the
+// field is optional; older writers omit it) has a segment replaced by
+// another valid segment after a query read it. The size check cannot see
+// it, the footer's row count can: DATA_LOSS naming the segment and both
+// counts, never the root. The server's footer cache is keyed by size and
+// modification time, so the replaced file is read again.
+func TestSegmentRowCountChecked(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, 3)
+	rec := cpuBatch(s.cliMem, t0, 10, "z")
+	defer rec.Release()
+	if _, err := s.ingest(ctx, "other", "create", cpuOpts, rec); err != nil {
+		t.Fatal(err)
+	}
+	// cpu2: a copy of cpu whose commits omit file_size.
+	src, dst := filepath.Join(s.root, "cpu"), filepath.Join(s.root, "cpu2")
+	sizeField := regexp.MustCompile(`,\s*"file_size"\s*:\s*\d+`)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(p, ".json") && filepath.Base(filepath.Dir(p)) == "_timeseries_log" {
+			b = sizeField.ReplaceAll(b, nil)
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.scalar(ctx, "SELECT count(*) FROM cpu2"); got != "21600" {
+		t.Fatalf("cpu2 counts %s, want 21600", got)
+	}
+	tb, err := s.svc.Table(ctx, "cpu2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := tb.State().Segments[1]
+	if seg.FileSize != nil {
+		t.Fatalf("cpu2's segment still records file_size %d", *seg.FileSize)
+	}
+	otb, err := s.svc.Table(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, "other", filepath.FromSlash(otb.State().Segments[0].Path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dst, filepath.FromSlash(seg.Path))
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.query(ctx, "SELECT count(*) FROM cpu2")
+	wantCode(t, "replaced segment", err, codes.DataLoss, "table cpu2", "segment "+seg.Path, fmt.Sprintf("footer says %d rows", otb.State().Segments[0].RowCount), fmt.Sprintf("log records %d", seg.RowCount))
+	if msg := status.Convert(err).Message(); strings.Contains(msg, s.root) {
+		t.Fatalf("the message shows the server's root: %s", msg)
 	}
 }

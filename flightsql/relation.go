@@ -49,12 +49,16 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 	noteRoot(root)
 	for i, sg := range segs {
 		files[i] = filepath.Join(root, name, filepath.FromSlash(sg.Path))
-		if err := checkSegmentFile(root, name, files[i], sg); err != nil {
+		fi, err := checkSegmentFile(root, name, files[i], sg)
+		if err != nil {
 			return "", nil, err
 		}
-		cols, err := s.segCols.columns(files[i])
+		cols, rows, err := s.segCols.columns(files[i], fi)
 		if err != nil {
 			return "", nil, segmentLost(root, name, sg.Path, err)
+		}
+		if rows < 0 || uint64(rows) != sg.RowCount {
+			return "", nil, status.Errorf(codes.DataLoss, "table %s: segment %s is damaged: its footer says %d rows, the table's log records %d (replaced by another file?); restore it or run tsflight check", name, sg.Path, rows, sg.RowCount)
 		}
 		if i == 0 {
 			first = cols
@@ -103,19 +107,19 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 // it recorded one): a stat, so that a missing, truncated or replaced
 // segment is DATA_LOSS naming the table and the segment's table-relative
 // path, never a DuckDB error quoting the root's absolute path.
-func checkSegmentFile(root, table, file string, sg tableformat.SegmentMeta) error {
+func checkSegmentFile(root, table, file string, sg tableformat.SegmentMeta) (os.FileInfo, error) {
 	fi, err := os.Stat(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return status.Errorf(codes.DataLoss, "table %s: segment %s is missing: the table's log lists it but the file is gone", table, sg.Path)
+		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is missing: the table's log lists it but the file is gone", table, sg.Path)
 	case err != nil:
-		return segmentLost(root, table, sg.Path, err)
+		return nil, segmentLost(root, table, sg.Path, err)
 	case !fi.Mode().IsRegular():
-		return status.Errorf(codes.DataLoss, "table %s: segment %s is not a regular file", table, sg.Path)
+		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is not a regular file", table, sg.Path)
 	case sg.FileSize != nil && uint64(fi.Size()) != *sg.FileSize:
-		return status.Errorf(codes.DataLoss, "table %s: segment %s is damaged: the file has %d bytes, the table's log records %d (truncated or replaced)", table, sg.Path, fi.Size(), *sg.FileSize)
+		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is damaged: the file has %d bytes, the table's log records %d (truncated or replaced)", table, sg.Path, fi.Size(), *sg.FileSize)
 	}
-	return nil
+	return fi, nil
 }
 
 // segmentLost is the DATA_LOSS of a planned segment that cannot be read,
