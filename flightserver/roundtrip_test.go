@@ -149,7 +149,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

@@ -24,7 +24,7 @@ var readMethods = map[string]bool{
 }
 
 // readActions are the action types that never write. vacuum reads unless
-// its body asks to apply.
+// its body asks to apply, check unless it asks to repair.
 var readActions = map[string]bool{
 	"describe-table": true,
 	"coverage":       true,
@@ -87,10 +87,22 @@ func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
 	return "DoPut", true
 }
 
-// classifyAction judges a DoAction by its type (and vacuum by its body).
+// classifyAction judges a DoAction by its type (and vacuum and check by
+// their body).
 func classifyAction(a *flight.Action) (what string, write bool) {
 	typ := a.GetType()
 	what = "action " + truncate(typ, 64)
+	if typ == ActionCheck {
+		// Decoded exactly as the action decodes it.
+		body, err := decodeCheckRequest(a.GetBody())
+		if err != nil {
+			return "action check (with a body that does not decode)", true
+		}
+		if body.Repair {
+			return "action check with repair", true
+		}
+		return what, false
+	}
 	if typ == ActionVacuum {
 		// Decoded exactly as the action decodes it, so that the two can
 		// never disagree on whether a body applies.

@@ -29,6 +29,7 @@ var flightActionWrites = map[string]bool{
 	ActionGaps:          false,
 	ActionCoverageGrid:  false,
 	ActionVacuum:        false,
+	ActionCheck:         false, // with repair it writes: TestScopeCheckBody
 }
 
 func TestScopeFlightActionsClassified(t *testing.T) {

@@ -356,6 +356,7 @@ var sqlActionWrites = map[string]bool{
 	flightserver.ActionGaps:          false,
 	flightserver.ActionCoverageGrid:  false,
 	flightserver.ActionVacuum:        false,
+	flightserver.ActionCheck:         false,
 	// Flight SQL: statements and sessions change no table
 	flightsql.CreatePreparedStatementActionType:     false,
 	flightsql.CreatePreparedSubstraitPlanActionType: false,

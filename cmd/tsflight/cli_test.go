@@ -320,6 +320,7 @@ var cliCommands = [][]string{
 	{"coverage", "--start", "2024-06-01T00:00:00Z", "--end", "2024-06-01T01:00:00Z", cliTable},
 	{"gaps", "--start", "2024-06-01T00:00:00Z", "--end", "2024-06-01T01:00:00Z", cliTable},
 	{"vacuum", cliTable},
+	{"check", cliTable},
 }
 
 // withServer puts --server uri before a command's other arguments.

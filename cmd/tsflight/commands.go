@@ -36,8 +36,8 @@ func (e *env) stdin() io.Reader {
 
 // command is one subcommand. A command file declares one and registers it
 // from init; run dispatches on Name. Client commands (tables, describe,
-// create, load, scan, sql, coverage, gaps, add-columns) go in the "client"
-// group.
+// create, load, scan, sql, coverage, gaps, add-columns, vacuum, check) go
+// in the "client" group.
 type command struct {
 	Name    string
 	Group   string // "server", "client" or "other": orders the command list
