@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,30 +58,82 @@ func (l *logStore) readCurrent() (uint64, error) {
 // an error satisfying storage.IsNotExist; protocol and upgrade errors are
 // returned as they are; anything malformed is a CorruptionError.
 func (l *logStore) readCommit(v uint64) (*Commit, error) {
+	c, _, err := l.readCommitDigest(v)
+	return c, err
+}
+
+// commitDigest identifies the raw bytes of one commit file.
+type commitDigest [sha256.Size]byte
+
+func digestOf(data []byte) commitDigest { return sha256.Sum256(data) }
+
+// readCommitDigest is readCommit that also returns the digest of the raw
+// commit bytes, which the state built from it keeps (see State.digest).
+func (l *logStore) readCommitDigest(v uint64) (*Commit, commitDigest, error) {
 	p := CommitPath(v)
 	data, err := l.fs.ReadFile(p)
 	if err != nil {
 		if storage.IsNotExist(err) {
-			return nil, err
+			return nil, commitDigest{}, err
 		}
-		return nil, storageErr("read "+p, err)
+		return nil, commitDigest{}, storageErr("read "+p, err)
 	}
+	d := digestOf(data)
 	c, err := decodeCommit(data)
 	if err != nil {
 		var pe *ProtocolError
 		if errors.As(err, &pe) {
 			pe.Version = v
-			return nil, pe
+			return nil, d, pe
 		}
 		if errors.Is(err, ErrNeedsUpgrade) {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, d, fmt.Errorf("%s: %w", p, err)
 		}
-		return nil, corruptf(p, v, err, "malformed commit")
+		return nil, d, corruptf(p, v, err, "malformed commit")
 	}
 	if c.Version != v {
-		return nil, corruptf(p, v, nil, "file holds version %d", c.Version)
+		return nil, d, corruptf(p, v, nil, "file holds version %d", c.Version)
 	}
-	return c, nil
+	return c, d, nil
+}
+
+// digestOnDisk returns the digest of commit file v as it is now; found is
+// false when the file does not exist.
+func (l *logStore) digestOnDisk(v uint64) (d commitDigest, found bool, err error) {
+	p := CommitPath(v)
+	data, err := l.fs.ReadFile(p)
+	if storage.IsNotExist(err) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, storageErr("read "+p, err)
+	}
+	return digestOf(data), true, nil
+}
+
+// sameLog reports whether the log on disk still extends st: commit 1 (the
+// table's identity; the format defines no table id) and commit st.Version
+// (the end of the chain st was replayed from) must be byte for byte the
+// commits st was built from. A table directory that was swapped for another
+// table, restored from an older or different backup, or dropped and
+// re-created fails this; commits appended on top of st, and CURRENT lagging
+// behind st after a crash while the commit files are there, do not. When it
+// returns false, why says what differs.
+func (l *logStore) sameLog(st *State) (same bool, why string, err error) {
+	if same, why, err := l.sameTail(st); err != nil || !same {
+		return same, why, err
+	}
+	if st == nil || st.Version <= 1 || st.origin == (commitDigest{}) {
+		return true, "", nil
+	}
+	d, found, err := l.digestOnDisk(1)
+	if err != nil {
+		return false, "", err
+	}
+	if !found || d != st.origin {
+		return false, "commit 1 (the table's identity) is a different commit", nil
+	}
+	return true, "", nil
 }
 
 // replay brings base (nil for an empty table) up to the newest commit:
@@ -102,7 +155,7 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		c, err := l.readCommit(v)
+		c, d, err := l.readCommitDigest(v)
 		if storage.IsNotExist(err) {
 			return nil, 0, corruptf(CommitPath(v), v, nil, "commit %d is missing but CURRENT says %d", v, cur)
 		}
@@ -115,6 +168,7 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		if st, err = st.applyOwned(c, CommitPath(v)); err != nil {
 			return nil, 0, err
 		}
+		st.setDigest(d)
 	}
 	var rolled uint64
 	for {
@@ -122,7 +176,7 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		if st != nil {
 			v = st.Version + 1
 		}
-		c, err := l.readCommit(v)
+		c, d, err := l.readCommitDigest(v)
 		if storage.IsNotExist(err) {
 			break
 		}
@@ -131,7 +185,9 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		}
 		var next *State
 		if err == nil {
-			next, err = st.apply(c, CommitPath(v))
+			if next, err = st.apply(c, CommitPath(v)); err == nil {
+				next.setDigest(d)
+			}
 		}
 		if err != nil {
 			// Not a commit this build can roll forward over: torn, invalid,
@@ -158,7 +214,7 @@ func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, err := l.readCommit(n)
+		c, d, err := l.readCommitDigest(n)
 		if storage.IsNotExist(err) {
 			return nil, corruptf(CommitPath(n), n, nil, "commit %d is missing", n)
 		}
@@ -171,6 +227,7 @@ func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State,
 		if st, err = st.applyOwned(c, CommitPath(n)); err != nil {
 			return nil, err
 		}
+		st.setDigest(d)
 	}
 	return st, nil
 }
@@ -232,6 +289,9 @@ func (l *logStore) removeQuietly(name string) {
 //
 //  1. CURRENT is read; if it is past st.Version the commit conflicts.
 //  2. The commit is written to a uniquely named temporary file and fsynced.
+//     Right before the link, commit st.Version on disk must still be the
+//     commit st was built from (digest compare): if the directory was
+//     replaced, the commit conflicts instead of landing on another log.
 //  3. The temporary file is hard-linked to the commit's name. The link is
 //     the exclusive create: it fails if another writer created that
 //     version first, and the name never refers to a partial file.
@@ -257,6 +317,16 @@ func (l *logStore) commit(ctx context.Context, st *State, data []byte) error {
 		return err
 	}
 	defer l.removeQuietly(tmp)
+	// Never write commit v on top of a different log: commit v-1 on disk
+	// must be the one st was built from (the table directory may have been
+	// replaced since). A mismatch is a conflict, so that the writer
+	// refreshes, which rebuilds the handle on the new table, and rebases.
+	if same, why, err := l.sameTail(st); err != nil {
+		return err
+	} else if !same {
+		l.opts.logger().Warn("refusing to commit on top of a log that is no longer the one the handle holds", "version", v, "reason", why)
+		return &ConflictError{Expected: expected, Found: cur}
+	}
 	target := CommitPath(v)
 	for attempt := 0; ; attempt++ {
 		err := l.fs.Link(tmp, target)
@@ -290,6 +360,25 @@ func (l *logStore) commit(ctx context.Context, st *State, data []byte) error {
 		l.opts.logger().Warn("commit is durable but CURRENT was not updated; the next open rolls it forward", "version", v, "error", err)
 	}
 	return nil
+}
+
+// sameTail reports whether commit st.Version on disk is still the one st
+// was built from (one small file read).
+func (l *logStore) sameTail(st *State) (bool, string, error) {
+	if st == nil || st.digest == (commitDigest{}) {
+		return true, "", nil
+	}
+	d, found, err := l.digestOnDisk(st.Version)
+	if err != nil {
+		return false, "", err
+	}
+	if !found {
+		return false, fmt.Sprintf("commit %d, which the handle holds, no longer exists (the log is shorter)", st.Version), nil
+	}
+	if d != st.digest {
+		return false, fmt.Sprintf("commit %d is no longer the commit the handle replayed", st.Version), nil
+	}
+	return true, "", nil
 }
 
 // setAsideOrphan handles a commit file found at version v when st is the

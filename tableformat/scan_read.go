@@ -129,9 +129,17 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 	props := parquet.NewReaderProperties(pageAlloc)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = scanReadBuffer
+	// The file must be the one the log recorded (size, then the footer's
+	// row count) before any of its rows are served.
+	if err := verifySegmentSize(seg, f.Size()); err != nil {
+		return err
+	}
 	pf, err := file.NewParquetReader(src, file.WithReadProps(props))
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet footer", err)
+	}
+	if err := verifySegmentFooter(seg, pf.MetaData()); err != nil {
+		return err
 	}
 	arrProps := pqarrow.ArrowReadProperties{BatchSize: int64(min(p.batchRows, scanDecodeRows))}
 	for _, leaf := range scanDictLeaves(pf) {

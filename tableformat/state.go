@@ -22,6 +22,21 @@ type State struct {
 	CoverageVersion uint64
 	// byPath indexes Segments.
 	byPath map[string]int
+	// digest is the SHA-256 of the raw bytes of commit Version and origin
+	// that of commit 1 (the table's identity): a handle checks them against
+	// the log before it extends it (logStore.sameLog) and before it commits
+	// on top of it, so that a table directory replaced under a live handle
+	// is noticed. Zero when unknown.
+	digest, origin commitDigest
+}
+
+// setDigest records the digest of commit s.Version, which s was just built
+// from (s must be owned by the caller).
+func (s *State) setDigest(d commitDigest) {
+	s.digest = d
+	if s.Version == 1 {
+		s.origin = d
+	}
 }
 
 // Index returns the table's index spec.

@@ -117,7 +117,14 @@ func (t *Table) State() *State {
 }
 
 // Refresh loads the commits made since the handle's snapshot and returns
-// the new snapshot.
+// the new snapshot. It first checks that the log still extends the
+// snapshot: commit 1 (the table's identity) and the commit at the
+// snapshot's version must be byte for byte the ones it was replayed from
+// (a CURRENT behind the snapshot is fine while those commit files exist,
+// as after a crash). When they are not (the directory was replaced: a
+// restore from backup, a drop and re-create), the handle is rebuilt from a
+// full replay of the new log, with every cache and past snapshot dropped,
+// and a warning is logged.
 func (t *Table) Refresh(ctx context.Context) (*State, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -125,11 +132,30 @@ func (t *Table) Refresh(ctx context.Context) (*State, error) {
 }
 
 func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
-	st, rolled, err := t.log.replay(ctx, t.state)
+	base := t.state
+	if base != nil {
+		same, why, err := t.log.sameLog(base)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			// The directory holds another table (or another history) than
+			// the one this handle replayed: rebuild from scratch and keep
+			// nothing derived from the old log.
+			t.opts.logger().Warn("the table directory no longer holds the log this handle loaded; reloading it from scratch", "handle_version", base.Version, "reason", why)
+			base = nil
+		}
+	}
+	st, rolled, err := t.log.replay(ctx, base)
 	if err != nil {
 		return nil, err
 	}
-	if st != t.state {
+	if base == nil && t.state != nil {
+		if st == nil {
+			return nil, fmt.Errorf("%w: the table directory no longer holds a table (the log has no commits)", ErrNotFound)
+		}
+		t.dropCaches()
+	} else if st != t.state {
 		t.remember(t.state)
 	}
 	t.state = st
@@ -196,9 +222,25 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 		}
 		return 0, err
 	}
+	next.setDigest(digestOf(data))
 	t.remember(t.state)
 	t.state = next
 	return v, nil
+}
+
+// dropCaches forgets everything the handle derived from the log it held:
+// coverage sidecars, newest intervals and the past snapshots StateAt
+// serves, so that no read pinned to the old log survives its replacement.
+func (t *Table) dropCaches() {
+	t.covCache.mu.Lock()
+	t.covCache.entries, t.covCache.order = nil, nil
+	t.covCache.mu.Unlock()
+	t.newest.mu.Lock()
+	t.newest.m = nil
+	t.newest.mu.Unlock()
+	t.pastMu.Lock()
+	t.past = nil
+	t.pastMu.Unlock()
 }
 
 // StateAt returns the snapshot at version v, which must not be newer than
