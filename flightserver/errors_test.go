@@ -472,12 +472,14 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 	wantCode(t, "DoGet of a deleted segment", err, codes.DataLoss, seg)
 	sameSnapshot(t, "broken tables", before, snapshot(t, ts.root))
 
-	// ListFlights lists the readable tables and skips the others.
+	// ListFlights lists every table; one that cannot be opened carries its
+	// problem in app_metadata (and no endpoints) instead of being skipped.
 	lf, err := ts.client.ListFlights(ctx, &flight.Criteria{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
+	problems := map[string]TableProblem{}
 	for {
 		info, err := lf.Recv()
 		if err == io.EOF {
@@ -486,9 +488,26 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, info.FlightDescriptor.Path[0])
+		name := info.FlightDescriptor.Path[0]
+		names = append(names, name)
+		if len(info.AppMetadata) > 0 {
+			var p TableProblem
+			if err := json.Unmarshal(info.AppMetadata, &p); err != nil {
+				t.Fatalf("%s: app_metadata %q: %v", name, info.AppMetadata, err)
+			}
+			problems[name] = p
+		}
 	}
-	if strings.Join(names, ",") != "cpu,lost" {
-		t.Fatalf("ListFlights lists %v, want [cpu lost]", names)
+	if strings.Join(names, ",") != "broken,cpu,future,lost" {
+		t.Fatalf("ListFlights lists %v, want [broken cpu future lost]", names)
+	}
+	if p := problems["broken"]; p.State != TableDamaged || p.Code != "DATA_LOSS" || !strings.Contains(p.Error, tableformat.CommitPath(2)) {
+		t.Fatalf("broken: problem %+v", p)
+	}
+	if p := problems["future"]; p.State != TableUnreadable || p.Code != "FAILED_PRECONDITION" || !strings.Contains(p.Error, "time_travel") {
+		t.Fatalf("future: problem %+v", p)
+	}
+	if len(problems) != 2 {
+		t.Fatalf("problems reported for %v, want broken and future only", problems)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
 )
@@ -202,7 +204,12 @@ func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) 
 }
 
 // ListFlights returns one FlightInfo per table: its PATH descriptor,
-// schema, total rows and bytes, one endpoint per planned part.
+// schema, total rows and bytes, one endpoint per planned part. A table that
+// cannot be read (its log does not replay, it needs a newer protocol, its
+// files cannot be read) is listed too, with an empty schema, no endpoint,
+// unknown totals and a TableProblem as app_metadata (unreadableInfo), and
+// logged: one table never fails the listing. Phantom directories (a log
+// directory without commits) are no tables and are not listed.
 func (s *Service) ListFlights(_ *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
 	ctx := stream.Context()
 	names, err := s.TableNames()
@@ -213,8 +220,15 @@ func (s *Service) ListFlights(_ *flight.Criteria, stream flight.FlightService_Li
 		desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{name}}
 		info, err := s.flightInfo(ctx, desc, &ScanRequest{Table: name})
 		if err != nil {
-			s.log.Warn("ListFlights: skipping a table that cannot be read", "table", name, "error", err)
-			continue
+			if ctx.Err() != nil {
+				return Status(ctx.Err())
+			}
+			if status.Code(err) == codes.NotFound {
+				continue // removed since it was listed
+			}
+			p := ProblemOf(err)
+			s.log.Warn("ListFlights: listing a table that cannot be read", "table", name, "state", p.State, "code", p.Code, "error", p.Error)
+			info = unreadableInfo(desc, p, s.alloc)
 		}
 		if err := stream.Send(info); err != nil {
 			return err

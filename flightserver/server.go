@@ -44,6 +44,14 @@ type Options struct {
 	// (0 = GOMAXPROCS): parallel streams share the CPU instead of each
 	// bringing its own workers, which bounds the server's memory.
 	ScanSlots int
+	// StreamBudget bounds the bytes of DoGet batches that all streams
+	// together have handed to gRPC and that their clients have not read
+	// yet (0 = DefaultStreamBudget, negative = no bound). A stream that
+	// would exceed it waits for budget, however long: it is never failed
+	// for it, but its request deadline or its client going away ends it.
+	// What each stream holds beside (its scan's decoded batches, the group
+	// being merged) is bounded per stream; see docs/reliability.md.
+	StreamBudget int64
 	// AppendRetries bounds how often an append rebases after losing a
 	// commit race (0 = 64).
 	AppendRetries int
@@ -51,6 +59,11 @@ type Options struct {
 	// with Logger).
 	Table *tableformat.Options
 }
+
+// DefaultStreamBudget is the default Options.StreamBudget: 1 GiB of
+// batches waiting in gRPC for slow or stalled clients, over all DoGet
+// streams.
+const DefaultStreamBudget = 1 << 30
 
 // DefaultOptions returns fresh options for root.
 func DefaultOptions(root string) *Options { return &Options{Root: root} }
@@ -64,6 +77,7 @@ type Service struct {
 	alloc   memory.Allocator
 	catalog *catalog
 	slots   chan struct{}
+	budget  *byteBudget
 	// zeroCopy is set once GRPCOptions installed the zero-copy codec.
 	zeroCopy atomic.Bool
 }
@@ -107,7 +121,10 @@ func New(opts *Options) (*Service, error) {
 	if o.ScanSlots <= 0 {
 		o.ScanSlots = runtime.GOMAXPROCS(0)
 	}
-	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots)}
+	if o.StreamBudget == 0 {
+		o.StreamBudget = DefaultStreamBudget
+	}
+	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots), budget: newByteBudget(o.StreamBudget)}
 	s.catalog = newCatalog(root, o.Table)
 	return s, nil
 }
@@ -121,8 +138,10 @@ func (s *Service) Table(ctx context.Context, name string) (*tableformat.Table, e
 	return s.catalog.open(ctx, name)
 }
 
-// TableNames lists the tables under the root, sorted.
-func (s *Service) TableNames() ([]string, error) { return s.catalog.names() }
+// TableNames lists the tables under the root, sorted: damaged ones too
+// (opening them says what is wrong), not the phantom directories a create
+// that never committed leaves behind (see catalog.phantom).
+func (s *Service) TableNames() ([]string, error) { return s.catalog.tableNames() }
 
 // scanAlloc is the allocator of scan output and of the batches DoGet
 // merges from it.
@@ -142,3 +161,7 @@ func (s *Service) scanAlloc() memory.Allocator {
 // 205 MiB RSS instead of 260 MiB, at the same speed (measured when this was
 // chosen; DoGet has needed less memory since).
 const RecommendedGCPercent = 50
+
+// streamBytesHeld is the bytes of DoGet batches handed to gRPC and not yet
+// written or released (for tests).
+func (s *Service) streamBytesHeld() int64 { return s.budget.held.Load() }

@@ -16,11 +16,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
 // Metadata: one catalog (tsflight) holding one schema (main) holding every
-// table under the root, all of type TABLE. Keys and cross references are
+// table under the root (TableNames: damaged tables too, not phantom
+// directories), all of type TABLE. With schemas, a table that cannot be
+// read has an empty one whose metadata says why
+// (flightserver.UnreadableSchema). Keys and cross references are
 // empty: the tables have none. Metadata FlightInfos reuse the command as
 // the ticket, so DoGet recomputes the answer.
 
@@ -208,7 +212,19 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		if cmd.GetIncludeSchema() {
 			ts, err := s.tableSchema(ctx, n)
 			if err != nil {
-				return nil, nil, err
+				// One table that cannot be read (a damaged log, a newer
+				// protocol) must not fail the listing of the others
+				// (ADBC get_objects lists the whole catalog this way): it
+				// is listed with an empty schema saying what is wrong.
+				if ctx.Err() != nil {
+					return nil, nil, flightserver.Status(ctx.Err())
+				}
+				if status.Code(err) == codes.NotFound {
+					continue // removed since it was listed
+				}
+				p := flightserver.ProblemOf(err)
+				s.log.Warn("GetTables: listing a table that cannot be read with an empty schema", "table", n, "state", p.State, "code", p.Code, "error", p.Error)
+				ts = flightserver.UnreadableSchema(p)
 			}
 			row = append(row, flight.SerializeSchema(ts, s.alloc))
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 // This file holds what the client commands share (connecting, argument
@@ -140,6 +143,17 @@ var tablesCmd = &command{
 	Help: `Lists every table the server holds, with its row count, live data size
 and number of columns.
 
+A table the server cannot read (its log is damaged: CURRENT unreadable or
+ahead of the commits, a commit missing or malformed; or it needs a newer
+tsflight) is listed too, never left out: when there is one, the listing
+gains the columns state ("ok", "damaged" or "unreadable") and error (what
+the server says is wrong; in JSON also code, the gRPC code), its rows,
+bytes and columns are unknown ("-" in the table, empty in CSV, null in
+JSON), and after printing the whole listing the command fails with exit
+status 1, naming the tables: run tsflight check TABLE for what to restore
+or repair. A table directory whose log holds no commit (a create that
+failed for lack of space leaves one) is no table and is not listed.
+
 Example:
   tsflight tables
   tsflight tables --format json --server grpc://db1:8815`,
@@ -148,6 +162,39 @@ Example:
 func init() {
 	tablesCmd.Run = runTables
 	register(tablesCmd)
+}
+
+// tableRow is one table of the tables command. Rows, Bytes and Columns
+// are nil for a table the server cannot read; State, Code and Error are set
+// only then.
+type tableRow struct {
+	Table   string `json:"table"`
+	Rows    *int64 `json:"rows"`
+	Bytes   *int64 `json:"bytes"`
+	Columns *int   `json:"columns"`
+	State   string `json:"state,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// tableRowOf reads one FlightInfo of ListFlights: a readable table, or one
+// whose app_metadata is a flightserver.TableProblem.
+func tableRowOf(info *flight.FlightInfo) tableRow {
+	var r tableRow
+	if d := info.FlightDescriptor; d != nil && len(d.Path) == 1 {
+		r.Table = d.Path[0]
+	}
+	var p flightserver.TableProblem
+	if len(info.AppMetadata) > 0 && json.Unmarshal(info.AppMetadata, &p) == nil && p.State != "" {
+		r.State, r.Code, r.Error = p.State, p.Code, p.Error
+		return r
+	}
+	rows, bytes, cols := info.TotalRecords, info.TotalBytes, 0
+	if s, err := flight.DeserializeSchema(info.Schema, nil); err == nil {
+		cols = s.NumFields()
+	}
+	r.Rows, r.Bytes, r.Columns = &rows, &bytes, &cols
+	return r
 }
 
 func runTables(ctx context.Context, e *env, args []string) error {
@@ -169,13 +216,8 @@ func runTables(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return c.wrap(err)
 		}
-		type row struct {
-			Table   string `json:"table"`
-			Rows    int64  `json:"rows"`
-			Bytes   int64  `json:"bytes"`
-			Columns int    `json:"columns"`
-		}
-		var rows []row
+		var rows []tableRow
+		var bad []string
 		for {
 			info, err := stream.Recv()
 			if errors.Is(err, io.EOF) {
@@ -184,17 +226,15 @@ func runTables(ctx context.Context, e *env, args []string) error {
 			if err != nil {
 				return c.wrap(err)
 			}
-			r := row{Rows: info.TotalRecords, Bytes: info.TotalBytes}
-			if d := info.FlightDescriptor; d != nil && len(d.Path) == 1 {
-				r.Table = d.Path[0]
-			}
-			if s, err := flight.DeserializeSchema(info.Schema, nil); err == nil {
-				r.Columns = s.NumFields()
-			}
-			rows = append(rows, r)
+			rows = append(rows, tableRowOf(info))
 		}
-		slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.Table, b.Table) })
-		return out.emit(e, func(w io.Writer) error {
+		slices.SortFunc(rows, func(a, b tableRow) int { return strings.Compare(a.Table, b.Table) })
+		for _, r := range rows {
+			if r.State != "" {
+				bad = append(bad, r.Table)
+			}
+		}
+		if err := out.emit(e, func(w io.Writer) error {
 			if out.format.value == formatJSON {
 				for _, r := range rows {
 					if err := writeJSONLine(w, r); err != nil {
@@ -203,11 +243,9 @@ func runTables(ctx context.Context, e *env, args []string) error {
 				}
 				return nil
 			}
-			g := grid{header: []string{"table", "rows", "bytes", "columns"}, right: []bool{false, true, true, true}}
-			for _, r := range rows {
-				g.rows = append(g.rows, []string{r.Table, strconv.FormatInt(r.Rows, 10), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Columns)})
-			}
-			if out.format.value == formatCSV {
+			csv := out.format.value == formatCSV
+			g := tablesGrid(rows, len(bad) > 0, csv)
+			if csv {
 				return g.writeCSV(w)
 			}
 			if err := g.print(w); err != nil || len(rows) > 0 {
@@ -215,6 +253,45 @@ func runTables(ctx context.Context, e *env, args []string) error {
 			}
 			_, err := fmt.Fprintln(w, "(no tables yet: tsflight create TABLE … then tsflight load TABLE FILE)")
 			return err
-		})
+		}); err != nil {
+			return err
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%s of %s cannot be read: %s (tsflight check TABLE says what is wrong)",
+				plural(int64(len(bad)), "table", "tables"), itoa(int64(len(rows))), strings.Join(bad, ", "))
+		}
+		return nil
 	})
+}
+
+// tablesGrid lays rows out: the columns table, rows, bytes and columns,
+// and state and error when some table cannot be read (problems). Unknown
+// numbers are "-" in the table, empty in CSV.
+func tablesGrid(rows []tableRow, problems, csv bool) *grid {
+	g := grid{header: []string{"table", "rows", "bytes", "columns"}, right: []bool{false, true, true, true}}
+	if problems {
+		g.header = append(g.header, "state", "error")
+	}
+	unknown := "-"
+	if csv {
+		unknown = ""
+	}
+	for _, r := range rows {
+		cells := []string{r.Table, unknown, unknown, unknown}
+		if r.Rows != nil {
+			cells = []string{r.Table, strconv.FormatInt(*r.Rows, 10), strconv.FormatInt(*r.Bytes, 10), strconv.Itoa(*r.Columns)}
+		}
+		if problems {
+			state, msg := "ok", ""
+			if r.State != "" {
+				state, msg = r.State, r.Error
+				// The row names the table: drop the message's
+				// `table "NAME": ` prefix.
+				msg = strings.TrimPrefix(msg, "table "+strconv.Quote(r.Table)+": ")
+			}
+			cells = append(cells, state, msg)
+		}
+		g.rows = append(g.rows, cells)
+	}
+	return &g
 }
