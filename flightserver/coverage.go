@@ -7,6 +7,17 @@ import (
 	"github.com/tsflight/tsflight/tableformat"
 )
 
+// DefaultGapsLimit is the number of gaps the gaps action lists when the
+// request gives no limit (or 0); the answer says "truncated": true when
+// there were more. MaxGapsLimit is the largest limit a request may ask
+// for: each listed gap costs about 75 bytes of JSON and some 400 bytes of
+// server memory while the answer is built: a million gaps would be a ~76 MB
+// answer, above the server's 64 MiB send limit; 500,000 is ~38 MB.
+const (
+	DefaultGapsLimit = 10_000
+	MaxGapsLimit     = 500_000
+)
+
 // coverageRequest is the body of the coverage and gaps actions.
 type coverageRequest struct {
 	Table     string                     `json:"table"`
@@ -80,11 +91,16 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 		out["intervals"], out["identities"], out["expected"], out["covered"], out["ratio"] = rep.Intervals, rep.Identities, rep.Expected, rep.Covered, rep.Ratio
 		return out, nil
 	}
+	q.Limit = DefaultGapsLimit
 	if req.Limit != nil {
-		if *req.Limit < 0 {
+		switch {
+		case *req.Limit < 0:
 			return nil, invalid("gaps: limit %d is negative", *req.Limit)
+		case *req.Limit > MaxGapsLimit:
+			return nil, invalid("gaps: limit %d is above the maximum of %d; page through the range with start and end instead", *req.Limit, MaxGapsLimit)
+		case *req.Limit > 0:
+			q.Limit = *req.Limit
 		}
-		q.Limit = *req.Limit
 	}
 	if req.MinWindow != nil {
 		q.MinWindow = *req.MinWindow

@@ -1,11 +1,16 @@
 package flightserver
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 )
 
 // DoGet streams the rows of one endpoint of a planned scan in batches of
@@ -44,10 +49,12 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	}
 	defer rdr.Release()
 	var w groupWriter
+	bs := &budgetStream{ServerStream: stream, ctx: ctx, budget: s.budget}
+	defer bs.close()
 	if s.zeroCopy.Load() {
-		w = &zeroCopyWriter{stream: stream, mem: s.alloc, groupMem: s.scanAlloc(), schema: rdr.Schema()}
+		w = &zeroCopyWriter{stream: bs, mem: s.alloc, groupMem: s.scanAlloc(), schema: rdr.Schema()}
 	} else {
-		w = &copyingWriter{Writer: flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: s.scanAlloc()}
+		w = &copyingWriter{Writer: flight.NewRecordWriter(&budgetDataStream{budgetStream: bs, stream: stream}, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: s.scanAlloc()}
 	}
 	defer w.Close()
 	b := &batcher{min: int64(s.opts.BatchRows)}
@@ -214,4 +221,140 @@ func (b *batcher) flush() []arrow.RecordBatch {
 func (b *batcher) release() {
 	releaseAll(b.held)
 	b.held, b.rows = nil, 0
+}
+
+// byteBudget bounds the bytes of batches that all DoGet streams together
+// have handed to gRPC and that gRPC has not yet written to a client (a
+// stalled client's batches stay there). A stream that would exceed it waits
+// until others' batches are written or released; its context (client gone,
+// request deadline) ends the wait. One message larger than the whole budget
+// is let through when nothing else is held, so no stream waits forever. A
+// nil *byteBudget holds no limit but still counts.
+type byteBudget struct {
+	limit int64 // <= 0: no limit
+	held  atomic.Int64
+	mu    sync.Mutex
+	wake  chan struct{} // closed and replaced whenever bytes are returned
+	peak  atomic.Int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	return &byteBudget{limit: limit, wake: make(chan struct{})}
+}
+
+// acquire takes n bytes, waiting while that would exceed the limit.
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		h := b.held.Load()
+		if b.limit <= 0 || h == 0 || h+n <= b.limit {
+			h = b.held.Add(n)
+			b.mu.Unlock()
+			for {
+				p := b.peak.Load()
+				if h <= p || b.peak.CompareAndSwap(p, h) {
+					break
+				}
+			}
+			return nil
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release returns n bytes and wakes the waiting streams.
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.held.Add(-n)
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// budgetStream charges every zero-copy DoGet message to the budget from
+// the moment it is sent until gRPC has written (or dropped) its body.
+type budgetStream struct {
+	grpc.ServerStream
+	ctx    context.Context
+	budget *byteBudget
+
+	mu      sync.Mutex
+	charged map[*sync.Once]int64 // messages gRPC has not released yet
+}
+
+func (s *budgetStream) SendMsg(m any) error {
+	zm, ok := m.(*zeroCopyMessage)
+	if !ok || zm.bodyLen == 0 {
+		return s.ServerStream.SendMsg(m)
+	}
+	n := int64(zm.bodyLen)
+	if err := s.budget.acquire(s.ctx, n); err != nil {
+		zm.release()
+		return err
+	}
+	once := new(sync.Once)
+	s.mu.Lock()
+	if s.charged == nil {
+		s.charged = map[*sync.Once]int64{}
+	}
+	s.charged[once] = n
+	s.mu.Unlock()
+	orig := zm.release
+	zm.release = func() {
+		orig()
+		s.uncharge(once, n)
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+func (s *budgetStream) uncharge(once *sync.Once, n int64) {
+	once.Do(func() {
+		s.mu.Lock()
+		delete(s.charged, once)
+		s.mu.Unlock()
+		s.budget.release(n)
+	})
+}
+
+// close returns the budget of the messages gRPC still holds when the
+// stream ends: gRPC drops what a cancelled stream had queued without
+// always freeing it (the Arrow buffers then go to the garbage collector),
+// and the budget must not leak with them.
+func (s *budgetStream) close() {
+	s.mu.Lock()
+	left := make(map[*sync.Once]int64, len(s.charged))
+	for o, n := range s.charged {
+		left[o] = n
+	}
+	s.mu.Unlock()
+	for o, n := range left {
+		s.uncharge(o, n)
+	}
+}
+
+// budgetDataStream is the same for arrow-go's Flight writer (the standard
+// codec): gRPC has encoded its own copy of a message once Send returns, so
+// the body is charged only while Send runs (what gRPC then holds is not
+// counted; servers use the zero-copy codec).
+type budgetDataStream struct {
+	*budgetStream
+	stream flight.FlightService_DoGetServer
+}
+
+func (s *budgetDataStream) Send(d *flight.FlightData) error {
+	n := int64(len(d.DataBody))
+	if n == 0 {
+		return s.stream.Send(d)
+	}
+	if err := s.budget.acquire(s.ctx, n); err != nil {
+		return err
+	}
+	defer s.budget.release(n)
+	return s.stream.Send(d)
 }

@@ -171,40 +171,56 @@ func (t *Table) Gaps(ctx context.Context, st *State, q CoverageQuery) (*GapsRepo
 	}
 	ix := st.Index()
 	rep := &GapsReport{}
-	var all []coverage.Range
-	all, err = v.Gaps(r, 0)
+	// The listed gaps are walked only up to the limit (one more, to tell
+	// whether it cut the list): memory follows the limit, not the range.
+	// The longest gap, the missing total and the last covered window are
+	// computed without listing the gaps.
+	want := 0
+	if q.Limit > 0 {
+		want = q.Limit + 1
+	}
+	listed, err := v.Gaps(r, want)
 	if err != nil {
 		return nil, invalidf("gaps of [%s, %s): %v", q.Start, q.End, err)
 	}
-	var longest *coverage.Range
-	for i := range all {
-		g := all[i]
-		n, _ := g.Len().Uint64()
-		rep.MissingIntervals += n
-		if longest == nil || g.Len().Cmp(longest.Len()) > 0 {
-			longest = &all[i]
-		}
-		if q.Limit <= 0 || len(rep.Gaps) < q.Limit {
-			rep.Gaps = append(rep.Gaps, spanOf(ix, d, g))
-		} else {
-			rep.Truncated = true
-		}
+	if q.Limit > 0 && len(listed) > q.Limit {
+		listed, rep.Truncated = listed[:q.Limit], true
 	}
-	if longest != nil {
-		s := spanOf(ix, d, *longest)
+	rep.Gaps = make([]Span, len(listed))
+	for i, g := range listed {
+		rep.Gaps[i] = spanOf(ix, d, g)
+	}
+	if longest, found, err := v.LongestGap(r); err != nil {
+		return nil, invalidf("gaps of [%s, %s): %v", q.Start, q.End, err)
+	} else if found {
+		s := spanOf(ix, d, longest)
 		rep.Longest = &s
+	}
+	stats, err := v.Stats(r)
+	if err != nil {
+		return nil, invalidf("gaps of [%s, %s): %v", q.Start, q.End, err)
+	}
+	if n, ok := stats.Missing().Uint64(); ok {
+		rep.MissingIntervals = n
+	} else {
+		rep.MissingIntervals = math.MaxUint64
 	}
 	minWin := max(q.MinWindow, 1)
 	if w, ok := v.LastWindow(r.Last, minWin); ok && w.First >= r.First {
-		// Extend the window back to the start of its covered run.
-		first := r.First
-		for i := len(all) - 1; i >= 0; i-- {
-			if all[i].Last < w.First {
-				first = all[i].Last + 1
-				break
+		// Extend the window back to the start of its covered run (not
+		// before r.First): the least first with [first, w.First] fully
+		// covered, found by bisection on ranks.
+		lo, hi := r.First, w.First
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			c, _ := v.Covered(coverage.Range{First: mid, Last: w.First})
+			if c == w.First-mid+1 {
+				hi = mid
+			} else {
+				lo = mid + 1
 			}
 		}
-		s := spanOf(ix, d, coverage.Range{First: first, Last: w.Last})
+		s := spanOf(ix, d, coverage.Range{First: lo, Last: w.Last})
 		rep.LastCovered = &s
 	}
 	return rep, nil
