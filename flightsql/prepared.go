@@ -5,6 +5,8 @@ package flightsql
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,53 +32,191 @@ type prepared struct {
 	// owner is the caller that prepared it (flightserver.Principal name;
 	// "" without authentication): only that caller may use or close it.
 	owner string
+	// bytes is what the store accounts for it: the text and the bound
+	// rows (see preparedBytes).
+	bytes int64
 }
 
-// preparedStore holds the open prepared statements, bounded in number and
-// idle time.
+// preparedStore holds the open prepared statements, bounded in number,
+// in bytes (text and bound parameters) and in idle time. One owner holds
+// at most a quarter of either bound.
 type preparedStore struct {
-	mu   sync.Mutex
-	max  int
-	idle time.Duration
-	m    map[string]*prepared
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	idle     time.Duration
+	m        map[string]*prepared
+	held     int64 // bytes of the statements in m
 }
 
+// init empties the store and sets its bounds; the byte bound is
+// DefaultMaxPreparedBytes until limitBytes changes it.
 func (p *preparedStore) init(max int, idle time.Duration) {
-	p.max, p.idle, p.m = max, idle, map[string]*prepared{}
+	p.max, p.maxBytes, p.idle, p.m, p.held = max, DefaultMaxPreparedBytes, idle, map[string]*prepared{}, 0
 }
 
-// put stores ps under h. When the store is full the oldest statement goes,
-// the oldest of ps's owner first once that owner holds a quarter of the
-// store: one caller cannot push everyone else's statements out.
-func (p *preparedStore) put(h string, ps *prepared) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	ps.lastUsed = now
-	owned := 0
+// limitBytes sets the byte bound (before the store is used).
+func (p *preparedStore) limitBytes(n int64) { p.maxBytes = n }
+
+// share is what one owner may hold: a quarter of the store.
+func (p *preparedStore) share() (int, int64) { return max(1, p.max/4), max(1, p.maxBytes/4) }
+
+// remove forgets the statement k (call with the lock held).
+func (p *preparedStore) remove(k string) {
+	if v, ok := p.m[k]; ok {
+		p.held -= v.bytes
+		delete(p.m, k)
+	}
+}
+
+// expire drops the statements idle for longer than the idle time.
+func (p *preparedStore) expire(now time.Time) {
 	for k, v := range p.m {
 		if now.Sub(v.lastUsed) > p.idle {
-			delete(p.m, k)
-		} else if v.owner == ps.owner {
-			owned++
+			p.remove(k)
 		}
 	}
-	evict := func(mine bool) {
-		var oldest string
-		for k, v := range p.m {
-			if (!mine || v.owner == ps.owner) && (oldest == "" || v.lastUsed.Before(p.m[oldest].lastUsed)) {
-				oldest = k
-			}
+}
+
+// owned is the count and bytes of owner's statements.
+func (p *preparedStore) owned(owner string) (n int, bytes int64) {
+	for _, v := range p.m {
+		if v.owner == owner {
+			n++
+			bytes += v.bytes
 		}
-		delete(p.m, oldest)
 	}
-	for ; owned >= max(1, p.max/4); owned-- {
-		evict(true)
+	return n, bytes
+}
+
+// evictOldest forgets the least recently used statement (of owner when
+// mine) other than keep; it reports false when there is none.
+func (p *preparedStore) evictOldest(mine bool, owner, keep string) bool {
+	var oldest string
+	for k, v := range p.m {
+		if k != keep && (!mine || v.owner == owner) && (oldest == "" || v.lastUsed.Before(p.m[oldest].lastUsed)) {
+			oldest = k
+		}
 	}
-	for len(p.m) >= p.max {
-		evict(false)
+	if oldest == "" {
+		return false
+	}
+	p.remove(oldest)
+	return true
+}
+
+// errPreparedBytes refuses a statement that alone would pass its owner's
+// byte share.
+func (p *preparedStore) errPreparedBytes(what string, n int64) error {
+	_, share := p.share()
+	return status.Errorf(codes.ResourceExhausted, "%s would hold %s in the server, over the prepared-statement budget of %s per caller (a quarter of the server's %s, --sql-prepared-bytes): send a shorter text or bind fewer or smaller parameter rows",
+		what, formatBytes(n), formatBytes(share), formatBytes(p.maxBytes))
+}
+
+// put stores ps under h. When the store is full (in number or bytes) the
+// least recently used statement goes, the oldest of ps's owner first once
+// that owner holds a quarter of the store: one caller cannot push
+// everyone else's statements out. A statement larger than an owner's
+// byte share is refused.
+func (p *preparedStore) put(h string, ps *prepared) error {
+	ps.bytes = preparedBytes(ps.query, 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	share, byteShare := p.share()
+	if ps.bytes > byteShare {
+		return p.errPreparedBytes("the statement's text", ps.bytes)
+	}
+	now := time.Now()
+	ps.lastUsed = now
+	p.expire(now)
+	for n, b := p.owned(ps.owner); n >= share || b+ps.bytes > byteShare; n, b = p.owned(ps.owner) {
+		p.evictOldest(true, ps.owner, "")
+	}
+	for len(p.m) >= p.max || p.held+ps.bytes > p.maxBytes {
+		if !p.evictOldest(false, "", "") {
+			break
+		}
 	}
 	p.m[h] = ps
+	p.held += ps.bytes
+	return nil
+}
+
+// bind replaces the bound rows of ps (stored under h), whose values take
+// rowBytes, evicting the least recently used other statements as put
+// does to make room.
+func (p *preparedStore) bind(h string, ps *prepared, rows [][]any, rowBytes int64) error {
+	n := preparedBytes(ps.query, rowBytes)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m[h] != ps {
+		return errUnknownPrepared // closed or evicted meanwhile
+	}
+	_, byteShare := p.share()
+	if n > byteShare {
+		return p.errPreparedBytes("the statement with its bound parameters", n)
+	}
+	for _, b := p.owned(ps.owner); b-ps.bytes+n > byteShare; _, b = p.owned(ps.owner) {
+		if !p.evictOldest(true, ps.owner, h) {
+			break
+		}
+	}
+	for p.held-ps.bytes+n > p.maxBytes {
+		if !p.evictOldest(false, "", h) {
+			break
+		}
+	}
+	p.held += n - ps.bytes
+	ps.bytes, ps.rows = n, rows
+	ps.lastUsed = time.Now()
+	return nil
+}
+
+// heldBytes is the bytes the store accounts for now.
+func (p *preparedStore) heldBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// preparedBytes is what a statement with text q and bound values of
+// rowBytes holds: the text twice (the statement and the analysis cache's
+// key may be separate copies), the values and a fixed overhead for the
+// schemas and the entry.
+func preparedBytes(q string, rowBytes int64) int64 {
+	return 2*int64(len(q)) + rowBytes + 1024
+}
+
+// valueBytes is what one bound row holds in Go: the slice, an interface
+// per value and the bytes of strings and blobs.
+func rowBytes(row []any) int64 {
+	n := int64(24 + 16*len(row))
+	for _, v := range row {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case []byte:
+			n += int64(len(x))
+		case time.Time:
+			n += 24
+		case int64, uint64, float64:
+			n += 8
+		}
+	}
+	return n
+}
+
+// formatBytes renders n for a message: 256 MiB, 1.5 GiB, 900 bytes.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(math.Round(float64(n)/(1<<30)*10)/10, 'f', -1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(math.Round(float64(n)/(1<<10)*10)/10, 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // MaxParameterRows bounds the parameter rows bound to one prepared
@@ -91,7 +231,7 @@ func (p *preparedStore) get(ctx context.Context, h []byte) (*prepared, error) {
 	defer p.mu.Unlock()
 	ps, ok := p.m[string(h)]
 	if ok && time.Since(ps.lastUsed) > p.idle {
-		delete(p.m, string(h))
+		p.remove(string(h))
 		ok = false
 	}
 	if !ok || ps.owner != callerName(ctx) {
@@ -104,7 +244,7 @@ func (p *preparedStore) get(ctx context.Context, h []byte) (*prepared, error) {
 func (p *preparedStore) drop(ctx context.Context, h []byte) {
 	p.mu.Lock()
 	if ps, ok := p.m[string(h)]; ok && ps.owner == callerName(ctx) {
-		delete(p.m, string(h))
+		p.remove(string(h))
 	}
 	p.mu.Unlock()
 }
@@ -135,7 +275,9 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	}
 	params := paramSchema(d.plan, d.params)
 	h := newID()
-	s.prepared.put(h, &prepared{query: q, dataset: d.schema, params: params, nparams: d.plan.declared, owner: callerName(ctx)})
+	if err := s.prepared.put(h, &prepared{query: q, dataset: d.schema, params: params, nparams: d.plan.declared, owner: callerName(ctx)}); err != nil {
+		return res, err
+	}
 	isUpdate := false
 	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(h), DatasetSchema: d.schema, ParameterSchema: params, IsUpdate: &isUpdate}, nil
 }
@@ -220,6 +362,8 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 		return nil, err
 	}
 	var rows [][]any
+	var held int64 // bytes of rows
+	_, byteShare := s.prepared.share()
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		if int(rec.NumCols()) != ps.nparams {
@@ -248,6 +392,11 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 				row[c] = v
 			}
 			rows = append(rows, row)
+			// Refuse as soon as the rows pass the caller's share, not
+			// after holding all of them.
+			if held += rowBytes(row); preparedBytes(ps.query, held) > byteShare {
+				return nil, s.prepared.errPreparedBytes("the statement with its bound parameters", preparedBytes(ps.query, held))
+			}
 		}
 	}
 	if err := rdr.Err(); err != nil {
@@ -256,9 +405,9 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	if ctx.Err() != nil {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	s.prepared.mu.Lock()
-	ps.rows = rows
-	s.prepared.mu.Unlock()
+	if err := s.prepared.bind(string(h), ps, rows, held); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 

@@ -83,12 +83,15 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		}
 		if rq != nil {
 			h := stmtHandle{ID: newID(), Query: q, Versions: rq.plan.versions}
-			if info.Endpoint, err = endpointOf(&h); err != nil {
+			if info.Endpoint, err = s.endpointOf(&h); err != nil {
 				rq.close()
 				return nil, err
 			}
 			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
-			s.ready.put(h.ID, rq)
+			if rq.started() {
+				conn, _ := flightserver.ConnContext(ctx)
+				s.ready.put(h.ID, rq, conn)
+			}
 			return info, nil
 		}
 	}
@@ -121,14 +124,18 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 		h.Rows = append(h.Rows, w)
 	}
 	var err error
-	if info.Endpoint, err = endpointOf(&h); err != nil {
+	if info.Endpoint, err = s.endpointOf(&h); err != nil {
 		return nil, err
 	}
 	return info, nil
 }
 
 // endpointOf is the one endpoint of a statement: its ticket carries h.
-func endpointOf(h *stmtHandle) ([]*flight.FlightEndpoint, error) {
+// The ticket does not expire: a query GetFlightInfo started ahead for it
+// is stopped when nobody fetched it within TicketTimeout, and a later
+// DoGet of the ticket runs the query itself (on the snapshot the ticket
+// pins), so a slow client loses nothing but the head start.
+func (s *Server) endpointOf(h *stmtHandle) ([]*flight.FlightEndpoint, error) {
 	raw, err := json.Marshal(h)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())

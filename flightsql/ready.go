@@ -26,7 +26,10 @@ import (
 // a DoGet that finds nothing here (another server, a second fetch, an
 // expired entry) plans the query again from the ticket.
 
-// readyQuery is a statement GetFlightInfo started for its DoGet.
+// readyQuery is a statement GetFlightInfo started for its DoGet. While it
+// waits for its DoGet it counts as a call against --max-calls (Gate.Hold),
+// and it is interrupted and freed when its ticket expires (TicketTimeout)
+// or when the connection that asked for it closes.
 type readyQuery struct {
 	sess   *session
 	plan   *queryPlan
@@ -34,12 +37,20 @@ type readyQuery struct {
 	query  string
 	born   time.Time
 
+	release  func()      // ends the gate hold (nil: none)
+	timer    *time.Timer // expiry
+	stopConn func() bool // stops the watch on the asking connection
+
 	cancel context.CancelFunc // interrupts the execution
 	done   chan struct{}      // closed when rdr and err are set
 	rdr    array.RecordReader
 	err    error
 	log    hclog.Logger // for a panic while starting (nil: not logged)
 }
+
+// started reports whether the query runs (false: a gate at its limit
+// refused to hold it, and only the schema is known).
+func (r *readyQuery) started() bool { return r.done != nil }
 
 // start executes ps (which it then owns) in the background.
 func (r *readyQuery) start(ps bindings.PreparedStatement) {
@@ -91,8 +102,27 @@ func (o *onRelease) Release() {
 	o.fn()
 }
 
+// detach ends what watches a query waiting in the cache (expiry timer,
+// connection watch) and its gate hold: once taken, it is a DoGet's, and
+// that call counts itself.
+func (r *readyQuery) detach() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.stopConn != nil {
+		r.stopConn()
+	}
+	if r.release != nil {
+		r.release()
+	}
+}
+
 // close stops the execution and frees everything.
 func (r *readyQuery) close() {
+	r.detach()
+	if r.done == nil {
+		return // never started: nothing else is held
+	}
 	r.cancel()
 	<-r.done
 	if r.rdr != nil {
@@ -102,19 +132,28 @@ func (r *readyQuery) close() {
 }
 
 // readyCache holds prepared queries by statement id, at most readyMax of
-// them for at most readyTTL.
+// them for at most ttl each.
 type readyCache struct {
-	mu sync.Mutex
-	m  map[string]*readyQuery
+	mu  sync.Mutex
+	m   map[string]*readyQuery
+	ttl time.Duration
+	// testHook, when set (by tests), is called with the statement id and
+	// the reason ("expired", "connection closed") when a waiting query is
+	// stopped.
+	testHook func(id, why string)
 }
 
 const readyMax = 256
 
-// readyTTL is how long a started query waits for its DoGet (a variable so
-// that tests can shorten it).
-var readyTTL = time.Minute
+// readyTTL is the default of Options.TicketTimeout: how long a query
+// started ahead for a ticket waits for its DoGet (a variable so that
+// tests can shorten it).
+var readyTTL = 15 * time.Second
 
-func (c *readyCache) put(id string, r *readyQuery) {
+// put keeps r for its DoGet. conn, the context of the connection that
+// asked for it (nil: unknown), stops and frees it when it ends, as the
+// expiry does.
+func (c *readyCache) put(id string, r *readyQuery, conn context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -122,7 +161,7 @@ func (c *readyCache) put(id string, r *readyQuery) {
 	}
 	now := time.Now()
 	for k, v := range c.m {
-		if now.Sub(v.born) > readyTTL {
+		if now.Sub(v.born) > c.ttl {
 			v.close()
 			delete(c.m, k)
 		}
@@ -138,13 +177,35 @@ func (c *readyCache) put(id string, r *readyQuery) {
 		delete(c.m, oldest)
 	}
 	c.m[id] = r
-	// A FlightInfo whose ticket is never fetched must not leave its query
-	// running: interrupt and free it when it expires.
-	time.AfterFunc(readyTTL, func() {
-		if r := c.take(id, r.query); r != nil {
-			r.close()
+	stop := func(why string) func() {
+		return func() {
+			if r := c.remove(id, r); r != nil {
+				if c.testHook != nil {
+					c.testHook(id, why)
+				}
+				r.close()
+			}
 		}
-	})
+	}
+	// A FlightInfo whose ticket is never fetched must not leave its query
+	// running: interrupt and free it when it expires, or when the client
+	// that asked for it is gone.
+	r.timer = time.AfterFunc(c.ttl, stop("expired"))
+	if conn != nil {
+		r.stopConn = context.AfterFunc(conn, stop("connection closed"))
+	}
+}
+
+// remove removes r, stored under id, and returns it; nil when it is gone
+// already (taken, cancelled or evicted).
+func (c *readyCache) remove(id string, r *readyQuery) *readyQuery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[id] != r {
+		return nil
+	}
+	delete(c.m, id)
+	return r
 }
 
 // take removes and returns the prepared query of id, if it is there and
@@ -157,10 +218,11 @@ func (c *readyCache) take(id, query string) *readyQuery {
 		return nil
 	}
 	delete(c.m, id)
-	if r.query != query || time.Since(r.born) > readyTTL {
+	if r.query != query || time.Since(r.born) > c.ttl {
 		r.close()
 		return nil
 	}
+	r.detach()
 	return r
 }
 
@@ -173,8 +235,9 @@ func (c *readyCache) closeAll() {
 	}
 }
 
-// prepareReady plans q (no parameters) on a new connection and prepares
-// it. It returns nil, nil when the statement's result types cannot be
+// prepareReady plans q (no parameters) on a new connection, prepares it
+// and starts it (unless the gate refuses to hold one more: see
+// readyQuery.started). It returns nil, nil when the statement's result types cannot be
 // known before it runs; the caller then describes it by running it.
 func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error) {
 	sess, plan, ps, err := s.prepareOn(ctx, q, nil, nil)
@@ -194,6 +257,17 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		return nil, sqlStatus(err)
 	}
 	rq := &readyQuery{sess: sess, plan: plan, schema: sc, query: q, born: time.Now(), log: s.log}
+	if g := s.opts.Gate; g != nil {
+		release, err := g.Hold()
+		if err != nil {
+			// The server runs its limit of calls: do not start ahead;
+			// the DoGet runs the query (and is itself counted).
+			bindings.DestroyPrepare(&ps)
+			sess.close()
+			return &readyQuery{plan: plan, schema: sc, query: q, born: rq.born}, nil
+		}
+		rq.release = release
+	}
 	rq.start(ps)
 	return rq, nil
 }
@@ -202,11 +276,19 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 // text: the same text always parses the same, and dashboards and prepared
 // statements send the same texts again and again.
 type analysisCache struct {
-	mu sync.Mutex
-	m  map[string]*analysis
+	mu    sync.Mutex
+	m     map[string]*analysis
+	bytes int // of the keys
 }
 
-const analysisMax = 1024
+// The cache holds at most analysisMax entries and analysisMaxBytes of
+// keys, and no text longer than analysisMaxKey: its keys are the clients'
+// texts (1024 texts of 8 MiB would have held 8 GiB).
+const (
+	analysisMax      = 1024
+	analysisMaxBytes = 16 << 20
+	analysisMaxKey   = 64 << 10
+)
 
 func (c *analysisCache) get(q string) *analysis {
 	c.mu.Lock()
@@ -215,10 +297,16 @@ func (c *analysisCache) get(q string) *analysis {
 }
 
 func (c *analysisCache) put(q string, a *analysis) {
+	if len(q) > analysisMaxKey {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= analysisMax {
-		c.m = map[string]*analysis{}
+	if c.m == nil || len(c.m) >= analysisMax || c.bytes+len(q) > analysisMaxBytes {
+		c.m, c.bytes = map[string]*analysis{}, 0
+	}
+	if _, ok := c.m[q]; !ok {
+		c.bytes += len(q)
 	}
 	c.m[q] = a
 }

@@ -4,6 +4,10 @@ package flightsql
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,15 +40,43 @@ type Options struct {
 	// Threads is DuckDB's worker thread count (0 = DuckDB's default, the
 	// number of cores).
 	Threads int
-	// MemoryLimit is DuckDB's memory_limit setting, e.g. "4GB" ("" =
-	// DuckDB's default, 80% of RAM).
+	// MemoryLimit is DuckDB's memory_limit setting, e.g. "4GB" or
+	// "67108864 bytes" ("" = DefaultMemoryLimit: a quarter of the
+	// machine's or the cgroup's memory, not DuckDB's own default of 80%,
+	// which left no room for the Go heap, Arrow buffers and the page
+	// cache). It bounds DuckDB's buffer manager: operators that can spill
+	// (sorts, hash aggregates and joins, windows) write to a private
+	// temporary directory beyond it; a query that needs more than it and
+	// cannot spill fails with ResourceExhausted naming --sql-memory-limit.
 	MemoryLimit string
+	// MaxTempSize is DuckDB's max_temp_directory_size, how much the spill
+	// directory may hold ("" = DuckDB's default, 90% of the free space
+	// of the disk holding $TMPDIR).
+	MaxTempSize string
 	// MaxPrepared bounds the open prepared statements (0 = 4096); the
 	// least recently used is closed when a new one would exceed it.
 	MaxPrepared int
+	// MaxPreparedBytes bounds what the open prepared statements hold, in
+	// bytes: their texts and bound parameter rows (0 =
+	// DefaultMaxPreparedBytes). One caller (token) holds at most a
+	// quarter; its least recently used statements are closed to make
+	// room, and one statement larger than a quarter is refused with
+	// ResourceExhausted.
+	MaxPreparedBytes int64
 	// PreparedIdle closes prepared statements unused for this long (0 =
 	// 1 hour).
 	PreparedIdle time.Duration
+	// Gate, when set, is the gRPC server's flightserver.Gate: a query
+	// GetFlightInfo starts ahead of its DoGet counts against its MaxCalls
+	// while it waits (when the gate is full the query is not started
+	// ahead; the DoGet runs it). nil: not counted.
+	Gate *flightserver.Gate
+	// TicketTimeout is how long a query GetFlightInfo started ahead for
+	// its ticket waits for the DoGet (0 = 15 s). One not fetched by then
+	// is interrupted and freed, as it is when the connection that asked
+	// for it closes; the ticket stays valid, and a later DoGet runs the
+	// query itself.
+	TicketTimeout time.Duration
 	// Version is reported as the server version (SqlInfo 1); "" = "dev".
 	Version string
 	// MaxResultRows bounds the rows one query execution (all its
@@ -56,6 +88,50 @@ type Options struct {
 	// queries (safe: segments never change once written). false = off;
 	// DefaultOptions turns it on.
 	MetadataCache bool
+}
+
+// DefaultMaxPreparedBytes is the default of Options.MaxPreparedBytes,
+// 256 MiB: thousands of ordinary statements (a dashboard's are a few KiB),
+// 64 MiB per caller; before the bound, 250 texts of 8 MiB left by a gone
+// client held 2.1 GiB for the idle hour.
+const DefaultMaxPreparedBytes = 256 << 20
+
+// DefaultMemoryLimit is the default of Options.MemoryLimit, in bytes: a
+// quarter of the physical memory, or of the cgroup's memory.max when that
+// is lower, and at least 128 MiB. The rest is for the Go heap (whose soft
+// limit is serve's --memory-limit), the Arrow buffers in flight, DuckDB's
+// allocations outside its buffer manager, and the page cache the Parquet
+// reads rely on.
+func DefaultMemoryLimit() int64 {
+	total := physicalMemory()
+	if raw, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && n > 0 && (total == 0 || n < total) {
+			total = n
+		}
+	}
+	if total <= 0 {
+		return 1 << 30 // unknown: 1 GiB
+	}
+	return max(total/4, 128<<20)
+}
+
+// physicalMemory is MemTotal of /proc/meminfo in bytes (0 if unknown).
+func physicalMemory() int64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return n << 10 // kB
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // DefaultOptions returns fresh options.
@@ -106,11 +182,20 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	if o.MaxPrepared <= 0 {
 		o.MaxPrepared = 4096
 	}
+	if o.TicketTimeout <= 0 {
+		o.TicketTimeout = readyTTL
+	}
+	if o.MaxPreparedBytes <= 0 {
+		o.MaxPreparedBytes = DefaultMaxPreparedBytes
+	}
 	if o.PreparedIdle <= 0 {
 		o.PreparedIdle = time.Hour
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.MemoryLimit == "" {
+		o.MemoryLimit = fmt.Sprintf("%d bytes", DefaultMemoryLimit())
 	}
 	eng, err := newEngine(ctx, svc.Root(), &o)
 	if err != nil {
@@ -118,7 +203,9 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	}
 	s := &Server{svc: svc, opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
 	s.Alloc = o.Alloc
+	s.ready.ttl = o.TicketTimeout
 	s.prepared.init(o.MaxPrepared, o.PreparedIdle)
+	s.prepared.limitBytes(o.MaxPreparedBytes)
 	if err := s.registerSqlInfo(); err != nil {
 		eng.close()
 		return nil, err

@@ -68,8 +68,16 @@ server runs at once (more are refused with RESOURCE_EXHAUSTED),
 --request-timeout how long one call may run when its client set no
 earlier deadline, and --max-result-rows the rows one SQL query may return
 (more ends the query with RESOURCE_EXHAUSTED instead of a silently cut
-result). A client that stops reading holds at most about two batches per
-stream in the server: sends wait for the client (HTTP/2 flow control).
+result). --sql-memory-limit bounds DuckDB's memory (default a quarter of
+the machine's or cgroup's; sorts, joins and aggregates spill to disk beyond
+it, other queries needing more fail with RESOURCE_EXHAUSTED), and
+--sql-prepared-bytes what open prepared statements hold (default 256 MiB,
+a quarter per token). A query GetFlightInfo starts ahead of its DoGet
+counts against --max-calls and is stopped when nobody fetched it within
+15 s or its client's connection closes (a later DoGet runs it itself). A
+client that stops reading holds about two batches per stream in the
+server: sends wait for the client (HTTP/2 flow control); --stream-budget
+bounds what all streams together have handed to gRPC (default 1 GiB).
 
 Authentication and TLS (docs/security.md): --auth-tokens FILE holds one
 token per line (its SHA-256 hash, as tsflight token new writes it) with
@@ -114,6 +122,9 @@ type serveConfig struct {
 	maxCalls        int
 	requestTimeout  time.Duration
 	maxResultRows   int64
+	sqlMemoryLimit  byteSize // 0: flightsql's default
+	sqlPrepared     byteSize // 0: flightsql's default
+	streamBudget    byteSize // 0: flightserver's default
 	demo            bool
 	sec             securityFlags
 	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
@@ -139,6 +150,9 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.IntVar(&cfg.maxCalls, "max-calls", lim.MaxCalls, "calls the server runs at once over all connections (`n`, -1 = no limit); more are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", lim.RequestTimeout, "longest a call may run when its client set no earlier deadline (`duration`, -1s = no limit)")
 	fs.Int64Var(&cfg.maxResultRows, "max-result-rows", 0, "rows one SQL query may return (`n`, 0 = no limit); a larger result ends with RESOURCE_EXHAUSTED")
+	fs.Var(&cfg.sqlMemoryLimit, "sql-memory-limit", "memory the SQL engine (DuckDB) may use for its buffers (`size`, 0 = a quarter of the machine's or the cgroup's memory); sorts, joins and aggregates spill to a temporary directory beyond it, other queries that need more fail with RESOURCE_EXHAUSTED")
+	fs.Var(&cfg.sqlPrepared, "sql-prepared-bytes", "bytes the open prepared statements may hold, texts and bound parameters (`size`, 0 = 256MiB); one token holds at most a quarter, its least recently used statements are closed to make room")
+	fs.Var(&cfg.streamBudget, "stream-budget", "bytes of scan batches all DoGet streams together may have handed to gRPC and their clients not yet read (`size`, 0 = 1GiB); a stream beyond it waits for clients to read, it is not failed")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
@@ -178,6 +192,12 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--gc-percent must be -1 or more, got %d", cfg.gcPercent)
 	case cfg.memoryLimit < 0:
 		return nil, usagef("--memory-limit must not be negative")
+	case cfg.sqlMemoryLimit != 0 && cfg.sqlMemoryLimit < 16<<20:
+		return nil, usagef("--sql-memory-limit must be at least 16MiB (or 0 for the default), got %s", cfg.sqlMemoryLimit.String())
+	case cfg.streamBudget < 0:
+		return nil, usagef("--stream-budget must not be negative")
+	case cfg.sqlPrepared < 0:
+		return nil, usagef("--sql-prepared-bytes must not be negative")
 	case cfg.shutdownTimeout < 0:
 		return nil, usagef("--shutdown-timeout must not be negative")
 	}
@@ -186,6 +206,30 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// sqlSettings are the Flight SQL settings of the serve flags beyond
+// withSQL's arguments. They travel in the context given to withSQL, so
+// that the builds with and without Flight SQL share one withSQL
+// signature (a binary without SQL ignores them).
+type sqlSettings struct {
+	gate          *flightserver.Gate
+	memoryLimit   int64 // bytes; 0 = flightsql's default
+	preparedBytes int64 // bytes; 0 = flightsql's default
+}
+
+type sqlSettingsKey struct{}
+
+func withSQLSettings(ctx context.Context, s *sqlSettings) context.Context {
+	return context.WithValue(ctx, sqlSettingsKey{}, s)
+}
+
+// sqlSettingsFrom returns the settings of ctx (zero settings if none).
+func sqlSettingsFrom(ctx context.Context) *sqlSettings {
+	if s, ok := ctx.Value(sqlSettingsKey{}).(*sqlSettings); ok {
+		return s
+	}
+	return &sqlSettings{}
 }
 
 // limits returns the gRPC limits the flags ask for.
@@ -213,6 +257,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 
 	opts := flightserver.DefaultOptions(cfg.root)
 	opts.Logger = log.Named("flight")
+	opts.StreamBudget = int64(cfg.streamBudget)
 	svc, err := flightserver.New(opts)
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
@@ -229,7 +274,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	service, closeSQL, err := withSQL(ctx, svc, log.Named("sql"), cfg.maxResultRows)
+	gate, err := flightserver.NewGate(cfg.limits())
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	sqlCtx := withSQLSettings(ctx, &sqlSettings{gate: gate, memoryLimit: int64(cfg.sqlMemoryLimit), preparedBytes: int64(cfg.sqlPrepared)})
+	service, closeSQL, err := withSQL(sqlCtx, svc, log.Named("sql"), cfg.maxResultRows)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("starting Flight SQL: %w", err)
@@ -242,11 +293,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if cfg.gcPercent >= 0 {
 		debug.SetGCPercent(cfg.gcPercent)
-	}
-	gate, err := flightserver.NewGate(cfg.limits())
-	if err != nil {
-		lis.Close()
-		return err
 	}
 	gopts := append(gate.ServerOptions(sec.auth.Tap), svc.GRPCOptions()...) // zero-copy DoGet
 	gopts = append(gopts, sec.serverOptions()...)
@@ -265,7 +311,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"max_recv_msg_size", cfg.maxRecv.String(), "max_send_msg_size", cfg.maxSend.String(),
 		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
-		"max_result_rows", cfg.maxResultRows}, sec.describe()...)...)
+		"max_result_rows", cfg.maxResultRows, "sql_memory_limit", cfg.sqlMemoryLimit.String(),
+		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String()}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
 	hup, stopHUP := notifyHUP()
 	defer stopHUP()

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/hashicorp/go-hclog"
@@ -22,6 +23,12 @@ func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger, m
 	opts.Logger = log
 	opts.Version = versionString()
 	opts.MaxResultRows = maxResultRows
+	set := sqlSettingsFrom(ctx)
+	opts.Gate = set.gate
+	if set.memoryLimit > 0 {
+		opts.MemoryLimit = fmt.Sprintf("%d bytes", set.memoryLimit)
+	}
+	opts.MaxPreparedBytes = set.preparedBytes
 	srv, err := flightsql.New(ctx, svc, opts)
 	if err != nil {
 		return nil, nil, err
