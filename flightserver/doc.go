@@ -43,6 +43,16 @@
 //     batches.
 //   - Endpoints carry no location: fetch them on the same connection, in
 //     parallel if you like.
+//   - Streams that wait on slow clients share Options.StreamBudget (1 GiB
+//     by default) for the batches they have handed to gRPC; past it a
+//     stream waits, it is not failed. The gaps action lists at most 10,000
+//     gaps unless asked for more (at most 500,000) and says truncated.
+//   - A table directory replaced under the server (a restore, a re-create)
+//     is noticed by its handle, which reloads it; a table that cannot be
+//     opened is listed with its problem (ListFlights app_metadata, see
+//     TableProblem) and never fails a listing. The check action (and
+//     tsflight check) verifies a table file by file and repairs what is
+//     safe to repair.
 //   - Without the Auth middleware every caller may do everything; Service
 //     itself checks no credentials. Tickets are not tied to a caller: a
 //     ticket is as good as the scan it names, for anyone with read scope.
