@@ -114,7 +114,7 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	action := flightserver.ActionCoverage
 	if f.name == "ts_gaps" {
 		action = flightserver.ActionGaps
-		body["limit"] = 0
+		body["limit"] = tsGapsMax
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -150,9 +150,14 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 			EndInclusive bool `json:"end_inclusive"`
 			Intervals    uint64
 		}
+		Truncated bool
 	}
 	if err := json.Unmarshal(out, &g); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if g.Truncated {
+		// A table function's rows are the answer: never cut them short.
+		return nil, status.Errorf(codes.ResourceExhausted, "ts_gaps: the range has more than %d gaps, the most one call returns; narrow the range or name an entity", tsGapsMax)
 	}
 	rows := make([][]string, len(g.Gaps))
 	for i, gp := range g.Gaps {
@@ -160,6 +165,11 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	}
 	return tempTable(tmp, gapsColumns, rows, []string{idx, idx, "BOOLEAN", "UBIGINT"}), nil
 }
+
+// tsGapsMax is the most gaps one ts_gaps call returns: the gaps action's
+// largest limit (a variable so that tests can lower it). More is
+// RESOURCE_EXHAUSTED, never a silently shortened result.
+var tsGapsMax = flightserver.MaxGapsLimit
 
 // unbound reports whether a parameter argument has no value (when a
 // statement is prepared, before parameters are bound).
