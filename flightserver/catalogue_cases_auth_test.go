@@ -254,6 +254,20 @@ func authCatalogue() []badCase {
 			run: func(e *catEnv) error { return e.reader().act(ActionVacuum, catVacuum(true)) }},
 		{name: "read token vacuums with a body that is not JSON", category: scope, op: "DoAction vacuum `{apply`, Bearer READER", code: codes.PermissionDenied, frags: []string{"action vacuum (with a body that does not decode) needs write scope", reader}, auth: true,
 			run: func(e *catEnv) error { return e.reader().act(ActionVacuum, `{apply`) }},
+		{name: "read token repairs with check (a copy of cpu whose CURRENT lags)", category: scope, op: `DoAction check {"table":"lag","repair":true}, Bearer READER`, code: codes.PermissionDenied, frags: []string{"action check with repair needs write scope", reader}, auth: true,
+			setup: func(e *catEnv) {
+				copyTable(e.t, e.root, "cpu", "lag")
+				e.rewrite(filepath.Join(e.root, "lag"), "_timeseries_log/CURRENT", func([]byte) []byte { return []byte("1\n") })
+				// The read token may check, and the check finds what a
+				// repair would rewrite: a wrong repair would show.
+				res, err := e.check(e.reader().ctx, map[string]any{"table": "lag"})
+				if err != nil || res.OK || len(res.Tables) != 1 || len(res.Tables[0].Findings) != 1 || !res.Tables[0].Findings[0].Repairable {
+					e.t.Fatalf("the read token's check of lag: %v, %+v; want one repairable finding", err, res)
+				}
+			},
+			run: func(e *catEnv) error { return e.reader().act(ActionCheck, `{"table":"lag","repair":true}`) }},
+		{name: "read token checks with a body that is not JSON", category: scope, op: "DoAction check `{repair`, Bearer READER", code: codes.PermissionDenied, frags: []string{"action check (with a body that does not decode) needs write scope", reader}, auth: true,
+			run: func(e *catEnv) error { return e.reader().act(ActionCheck, `{repair`) }},
 		{name: "read token calls an action the server does not list", category: scope, op: "DoAction drop-table, Bearer READER", code: codes.PermissionDenied, frags: []string{"action drop-table needs write scope", reader}, auth: true,
 			run: func(e *catEnv) error { return e.reader().act("drop-table", `{"table":"cpu"}`) }},
 	}

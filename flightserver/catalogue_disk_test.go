@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
 )
@@ -134,6 +135,29 @@ func diskCatalogue() []badCase {
 				})
 			},
 			run: func(e *catEnv) error { return e.scanAll("cut") }},
+		{name: "segment file swapped for another valid segment of the table, then a scan", category: cat, op: "GetFlightInfo + DoGet [swapped]", code: codes.DataLoss, frags: []string{"data/_managed/append/", ".parquet", "the log records file_size", "tsflight check"},
+			setup: func(e *catEnv) {
+				// swapped: a copy of cpu with a second segment (version
+				// 3), whose bytes then replace the first segment's.
+				copyTable(e.t, e.root, "cpu", "swapped")
+				dir := filepath.Join(e.root, "swapped")
+				seg = e.segmentOf(dir)
+				other := e.mustPut(e.ctx, pathDesc("swapped"), newRows, 100, 3).Segment
+				data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(other)))
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				e.rewrite(dir, seg, func([]byte) []byte { return data })
+			},
+			run: func(e *catEnv) error {
+				err := e.scanAll("swapped")
+				// The message names the segment that was swapped, not
+				// the one it was swapped with.
+				if msg := status.Convert(err).Message(); !strings.Contains(msg, seg) {
+					e.t.Errorf("the error does not name the swapped segment %s: %s", seg, msg)
+				}
+				return err
+			}},
 		{name: "coverage sidecars truncated, then coverage", category: cat, op: "DoAction coverage [holes]", code: codes.DataLoss, frags: []string{"_coverage/segments/"},
 			setup: func(e *catEnv) { e.damage("holes", e.cutSidecars) },
 			run:   func(e *catEnv) error { return e.act(ActionCoverage, `{"table":"holes",`+day+`}`) }},

@@ -14,7 +14,7 @@ import (
 const pythonTests = "../examples/python/test_bad_input.py"
 
 // pythonCatalogueSection is the doc's Python section.
-const pythonCatalogueSection = `## Python (pyarrow.flight and ADBC): 19 cases
+const pythonCatalogueSection = `## Python (pyarrow.flight and ADBC): 24 cases
 
 Run by ` + "`" + `examples/python/test_bad_input.py` + "`" + ` (pytest) against the live server of ` + "`" + `.ci/test` + "`" + `, from
 ` + "`" + `run_all.sh` + "`" + `; all pass. With ` + "`" + `TSFLIGHT_ROOT` + "`" + ` set (` + "`" + `.ci/test` + "`" + ` sets it) each test snapshots the root
@@ -37,12 +37,17 @@ pyarrow raises (with the gRPC status it carries) or the ADBC ` + "`" + `status_c
 | P11 | forged ticket without a version | pyarrow.flight: DoGet | ` + "`" + `test_forged_ticket` + "`" + ` | ArrowInvalid (INVALID_ARGUMENT) | ` + "`" + `ticket: no version` + "`" + ` | nothing |
 | P12 | ticket for a version that does not exist | pyarrow.flight: DoGet | ` + "`" + `test_ticket_for_missing_version` + "`" + ` | ArrowKeyError (NOT_FOUND) | ` + "`" + `version 999` + "`" + ` | nothing |
 | P13 | scan of an unknown column | pyarrow.flight: GetFlightInfo CMD | ` + "`" + `test_scan_unknown_column` + "`" + ` | ArrowInvalid (INVALID_ARGUMENT) | ` + "`" + `"nope"` + "`" + ` | nothing |
-| P14 | bulk ingest into an unknown table | ADBC: cursor.adbc_ingest append | ` + "`" + `test_adbc_ingest_unknown_table` + "`" + ` | NOT_FOUND | ` + "`" + `nosuch_table` + "`" + ` · ` + "`" + `does not exist` + "`" + ` | nothing |
-| P15 | bulk ingest overlapping the table | ADBC: cursor.adbc_ingest append | ` + "`" + `test_adbc_ingest_overlap` + "`" + ` | UNKNOWN (the driver's status for FAILED_PRECONDITION) | ` + "`" + `overlaps data already in the table` + "`" + ` | nothing |
-| P16 | SQL syntax error | ADBC: cursor.execute | ` + "`" + `test_adbc_syntax_error` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `syntax error` + "`" + ` | nothing |
-| P17 | query of an unknown table | ADBC: cursor.execute | ` + "`" + `test_adbc_unknown_table` + "`" + ` | NOT_FOUND | ` + "`" + `nosuch_table` + "`" + ` | nothing |
-| P18 | INSERT | ADBC: cursor.execute | ` + "`" + `test_adbc_insert_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `read-only` + "`" + ` · ` + "`" + `INSERT` + "`" + ` | nothing |
-| P19 | read_csv('/etc/passwd') | ADBC: cursor.execute | ` + "`" + `test_adbc_read_file_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `table function read_csv is not available` + "`" + ` | nothing |
+| P14 | gaps with a negative limit | pyarrow.flight: DoAction gaps | ` + "`" + `test_gaps_negative_limit` + "`" + ` | ArrowInvalid (INVALID_ARGUMENT) | ` + "`" + `gaps: limit -1 is negative` + "`" + ` | nothing |
+| P15 | gaps with a limit above the maximum (500,000) | pyarrow.flight: DoAction gaps | ` + "`" + `test_gaps_limit_above_maximum` + "`" + ` | ArrowInvalid (INVALID_ARGUMENT) | ` + "`" + `gaps: limit 500001 is above the maximum of 500000` + "`" + ` | nothing |
+| P16 | check of an unknown table | pyarrow.flight: DoAction check | ` + "`" + `test_check_unknown_table` + "`" + ` | ArrowKeyError (NOT_FOUND) | ` + "`" + `"nosuch_table"` + "`" + ` | nothing |
+| P17 | check naming both table and tables | pyarrow.flight: DoAction check | ` + "`" + `test_check_table_and_tables` + "`" + ` | ArrowInvalid (INVALID_ARGUMENT) | ` + "`" + `give "table" or "tables", not both` + "`" + ` | nothing |
+| P18 | bulk ingest into an unknown table | ADBC: cursor.adbc_ingest append | ` + "`" + `test_adbc_ingest_unknown_table` + "`" + ` | NOT_FOUND | ` + "`" + `nosuch_table` + "`" + ` · ` + "`" + `does not exist` + "`" + ` | nothing |
+| P19 | bulk ingest overlapping the table | ADBC: cursor.adbc_ingest append | ` + "`" + `test_adbc_ingest_overlap` + "`" + ` | UNKNOWN (the driver's status for FAILED_PRECONDITION) | ` + "`" + `overlaps data already in the table` + "`" + ` | nothing |
+| P20 | bulk ingest (create) of an existing table | ADBC: cursor.adbc_ingest create | ` + "`" + `test_adbc_ingest_create_existing` + "`" + ` | ALREADY_EXISTS | ` + "`" + `already exists (mode create)` + "`" + ` · ` + "`" + `use mode append or create_append` + "`" + ` | nothing |
+| P21 | SQL syntax error | ADBC: cursor.execute | ` + "`" + `test_adbc_syntax_error` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `syntax error` + "`" + ` | nothing |
+| P22 | query of an unknown table | ADBC: cursor.execute | ` + "`" + `test_adbc_unknown_table` + "`" + ` | NOT_FOUND | ` + "`" + `nosuch_table` + "`" + ` | nothing |
+| P23 | INSERT | ADBC: cursor.execute | ` + "`" + `test_adbc_insert_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `read-only` + "`" + ` · ` + "`" + `INSERT` + "`" + ` | nothing |
+| P24 | read_csv('/etc/passwd') | ADBC: cursor.execute | ` + "`" + `test_adbc_read_file_refused` + "`" + ` | INVALID_ARGUMENT | ` + "`" + `table function read_csv is not available` + "`" + ` | nothing |
 `
 
 // checkPythonCases fails when a test named in the Python section is not in

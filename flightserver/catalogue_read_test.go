@@ -5,6 +5,7 @@ package flightserver
 // scan requests and malformed action bodies.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,8 @@ func readCatalogue() []badCase {
 			run: func(e *catEnv) error { return e.act(ActionGaps, `{"table":"nosuch",`+day+`}`) }},
 		{name: "coverage-grid of an unknown table", category: unknown, op: "DoAction coverage-grid", code: codes.NotFound, frags: []string{`table "nosuch": not found`},
 			run: func(e *catEnv) error { return e.act(ActionCoverageGrid, `{"table":"nosuch"}`) }},
+		{name: "check of an unknown table", category: unknown, op: `DoAction check {"table":"nosuch"}`, code: codes.NotFound, frags: []string{`table "nosuch": not found`},
+			run: func(e *catEnv) error { return e.act(ActionCheck, `{"table":"nosuch"}`) }},
 		{name: "add-columns to an unknown table", category: unknown, op: "DoAction add-columns", code: codes.NotFound, frags: []string{`table "nosuch": not found`},
 			run: func(e *catEnv) error {
 				return e.act(ActionAddColumns, `{"table":"nosuch","columns":[{"name":"x","type":"int64"}]}`)
@@ -100,6 +103,8 @@ func readCatalogue() []badCase {
 			run: func(e *catEnv) error { return e.act(ActionCreateTable, createBody(".hidden")) }},
 		{name: "leading digit (1abc) in a table name", category: names, op: "DoAction create-table", code: codes.InvalidArgument, frags: []string{`table name "1abc"`, "not starting with a digit"},
 			run: func(e *catEnv) error { return e.act(ActionCreateTable, createBody("1abc")) }},
+		{name: "a hostile table name in a check's list", category: names, op: `DoAction check {"tables":["cpu","../cpu"]}`, code: codes.InvalidArgument, frags: []string{`table name "../cpu"`, notAllowed},
+			run: func(e *catEnv) error { return e.act(ActionCheck, `{"tables":["cpu","../cpu"]}`) }},
 
 		// Tickets.
 		{name: "ticket bytes without the tsf1: prefix", category: tickets, op: "DoGet", code: codes.InvalidArgument, frags: []string{"not a tsflight ticket"},
@@ -183,6 +188,11 @@ func readCatalogue() []badCase {
 			}},
 		{name: "gaps with a negative limit", category: actions, op: "DoAction gaps", code: codes.InvalidArgument, frags: []string{"limit -1 is negative"},
 			run: func(e *catEnv) error { return e.act(ActionGaps, `{"table":"cpu",`+day+`,"limit":-1}`) }},
+		{name: "gaps with a limit above the maximum", category: actions, op: fmt.Sprintf(`DoAction gaps {"limit":%d}`, MaxGapsLimit+1), code: codes.InvalidArgument,
+			frags: []string{fmt.Sprintf("gaps: limit %d is above the maximum of %d", MaxGapsLimit+1, MaxGapsLimit), "page through the range with start and end"},
+			run: func(e *catEnv) error {
+				return e.act(ActionGaps, fmt.Sprintf(`{"table":"cpu",%s,"limit":%d}`, day, MaxGapsLimit+1))
+			}},
 		{name: "coverage for an entity column the table lacks", category: actions, op: `DoAction coverage {"entity":{"host":"a"}}`, code: codes.InvalidArgument, frags: []string{`"host" is not an entity column`, "hostname"},
 			run: func(e *catEnv) error { return e.act(ActionCoverage, `{"table":"cpu",`+day+`,"entity":{"host":"a"}}`) }},
 		{name: "create-table with a bad granularity", category: actions, op: `DoAction create-table {"granularity":"5 fortnights"}`, code: codes.InvalidArgument, frags: []string{"granularity", "fortnights"},
@@ -215,6 +225,12 @@ func readCatalogue() []badCase {
 			run: func(e *catEnv) error {
 				return e.act(ActionAddColumns, `{"table":"cpu","columns":[{"name":"usage_user","type":"int64"}]}`)
 			}},
+		{name: "check naming both table and tables", category: actions, op: `DoAction check {"table":"cpu","tables":["fresh"]}`, code: codes.InvalidArgument, frags: []string{`check: give "table" or "tables", not both`},
+			run: func(e *catEnv) error { return e.act(ActionCheck, `{"table":"cpu","tables":["fresh"]}`) }},
+		{name: "check naming a table twice", category: actions, op: `DoAction check {"tables":["cpu","cpu"]}`, code: codes.InvalidArgument, frags: []string{`check: table "cpu" is named twice`},
+			run: func(e *catEnv) error { return e.act(ActionCheck, `{"tables":["cpu","cpu"]}`) }},
+		{name: "check with an unknown field", category: actions, op: `DoAction check {"table":"cpu","fix":true}`, code: codes.InvalidArgument, frags: []string{"check", `unknown field "fix"`},
+			run: func(e *catEnv) error { return e.act(ActionCheck, `{"table":"cpu","fix":true}`) }},
 	}
 	return cases
 }

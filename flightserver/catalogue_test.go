@@ -5,10 +5,11 @@ package flightserver
 // loopback port, with the gRPC code and the message fragments naming the
 // fault it must get. Every case runs on a fresh root; the whole root is
 // snapshotted (path, size and SHA-256 of every file) before
-// and after and must not change, and the server must still answer a
-// describe and a scan afterwards. With -update-catalogue the test rewrites
-// its sections of docs/reliability-catalogue.md; without it, it fails when
-// that file and the cases disagree. The cases are in catalogue_*_test.go;
+// and after and must not change, no message may show the root's path, and
+// the server must still answer a describe and a scan afterwards. With
+// -update-catalogue the test rewrites its sections of
+// docs/reliability-catalogue.md; without it, it fails when that file and
+// the cases disagree. The cases are in catalogue_*_test.go;
 // those with auth set run on a server with the Auth middleware
 // (catalogue_cases_auth_test.go).
 
@@ -24,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 var updateCatalogue = flag.Bool("update-catalogue", false, "rewrite the catalogue sections of docs/reliability-catalogue.md from the cases")
@@ -120,6 +122,9 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			before := snapshot(t, ts.root)
 			err := c.run(e)
 			wantCode(t, c.op, err, c.code, c.frags...)
+			if msg := status.Convert(err).Message(); strings.Contains(msg, ts.root) {
+				t.Fatalf("%s: the message shows the server's root %s: %s", c.op, ts.root, msg)
+			}
 			if tok != nil {
 				tok.assertNotQuoted(t, err)
 			}
@@ -183,7 +188,8 @@ path, size and SHA-256 of every file) is the same before and
 after, counted from after the setup for cases whose fault the test puts on
 disk itself (a corrupt commit, a deleted segment, …). And the server still
 answers afterwards: a describe and a scan of the untouched table succeed,
-at the version it had, so no case panicked it or committed anything.
+at the version it had, so no case panicked it or committed anything. In the
+Go sections no message shows the path of the server's root directory.
 
 The authentication cases run on a server with the token middleware
 ([security.md](security.md)) and four tokens: READER (read scope, named

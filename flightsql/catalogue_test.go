@@ -6,9 +6,10 @@ package flightsql
 // are in flightserver/catalogue*_test.go): bulk ingest, SQL and prepared
 // statements a client can get wrong, sent through arrow-go's Flight SQL
 // client and the ADBC Go Flight SQL driver to a real server. Each case
-// runs on a fresh root holding table cpu; the root (path, size and
-// SHA-256 of every file) must not change, and cpu must still count its
-// rows afterwards. The authentication cases run on the TLS listener with
+// runs on a fresh root holding table cpu (and whatever its setup adds: a
+// damaged copy of cpu, say); the root (path, size and SHA-256 of every
+// file) must not change from after the setup, no message may show the
+// root's path, and cpu must still count its rows afterwards. The authentication cases run on the TLS listener with
 // the Auth middleware of auth_test.go (a read and a write token); their
 // fixture and after-check send the write token. With -update-catalogue the
 // test rewrites its section of docs/reliability-catalogue.md, without it
@@ -28,6 +29,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
@@ -48,7 +50,13 @@ type sqlBadCase struct {
 	// auth runs the case on startSQLAuth's listener; ctx then carries
 	// the write token and run sends its own credential.
 	auth bool
-	run  func(e *sqlCatEnv) error
+	// tweak, when set, changes the Flight SQL options of the server the
+	// case runs on (not with auth).
+	tweak func(*Options)
+	// setup prepares what the case meets (a damaged table, say) after
+	// the fixture; the "before" snapshot is taken after it.
+	setup func(e *sqlCatEnv)
+	run   func(e *sqlCatEnv) error
 }
 
 type sqlCatEnv struct {
@@ -75,6 +83,12 @@ func (e *sqlCatEnv) adbcAuthErr(header string, fn func(adbc.Connection) error) e
 
 // adbcIngestAppend bulk-ingests ten new rows into table through ADBC.
 func adbcIngestAppend(ctx context.Context, table string) func(adbc.Connection) error {
+	return adbcIngestMode(ctx, table, adbc.OptionValueIngestModeAppend)
+}
+
+// adbcIngestMode bulk-ingests ten new rows into table through ADBC in mode
+// (an adbc.OptionValueIngestMode…).
+func adbcIngestMode(ctx context.Context, table, mode string) func(adbc.Connection) error {
 	return func(cn adbc.Connection) error {
 		st, err := cn.NewStatement()
 		if err != nil {
@@ -84,7 +98,7 @@ func adbcIngestAppend(ctx context.Context, table string) func(adbc.Connection) e
 		if err := st.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
 			return err
 		}
-		if err := st.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
+		if err := st.SetOption(adbc.OptionKeyIngestMode, mode); err != nil {
 			return err
 		}
 		// Not counted: the driver keeps a bound batch whose ingest
@@ -200,11 +214,99 @@ func (e *sqlCatEnv) oneRow(fields []arrow.Field, values ...any) arrow.RecordBatc
 	return b.NewRecordBatch()
 }
 
+// damagedCopy copies cpu to table name, has the server open the copy, and
+// applies damage to the file of its first segment; it returns that
+// segment's table-relative path.
+func (e *sqlCatEnv) damagedCopy(name string, damage func(file string)) string {
+	e.t.Helper()
+	copyDir(e.t, e.root, "cpu", name)
+	tb, err := e.svc.Table(e.ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	seg := tb.State().Segments[0].Path
+	damage(filepath.Join(e.root, name, filepath.FromSlash(seg)))
+	return seg
+}
+
+// namesSegment fails the case when err's message does not name seg.
+func (e *sqlCatEnv) namesSegment(err error, seg string) error {
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "segment "+seg) {
+		e.t.Errorf("the error does not name the damaged segment %s: %s", seg, msg)
+	}
+	return err
+}
+
+// swapSegment overwrites file with the one segment of a new table, other
+// (ten rows of host z): a valid segment of another size and row count.
+func (e *sqlCatEnv) swapSegment(file string) {
+	e.t.Helper()
+	rec := cpuBatch(e.cliMem, t0, 10, "z")
+	defer rec.Release()
+	if _, err := e.ingest(e.ctx, "other", "create", cpuOpts, rec); err != nil {
+		e.t.Fatal(err)
+	}
+	tb, err := e.svc.Table(e.ctx, "other")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(e.root, "other", filepath.FromSlash(tb.State().Segments[0].Path)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// truncateHalf cuts file to half its size.
+func (e *sqlCatEnv) truncateHalf(file string) {
+	e.t.Helper()
+	fi, err := os.Stat(file)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Truncate(file, fi.Size()/2); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// bindStrings prepares q (one VARCHAR parameter), binds n strings of size
+// bytes and executes it.
+func (e *sqlCatEnv) bindStrings(q string, n, size int) error {
+	p, err := e.client.Prepare(e.ctx, q)
+	if err != nil {
+		return err
+	}
+	defer p.Close(e.ctx)
+	sb := array.NewStringBuilder(e.cliMem)
+	for range n {
+		sb.Append(strings.Repeat("y", size))
+	}
+	col := sb.NewArray()
+	sb.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), []arrow.Array{col}, int64(n))
+	col.Release()
+	p.SetParameters(rec)
+	rec.Release()
+	info, err := p.Execute(e.ctx)
+	if err != nil {
+		return err
+	}
+	r, err := e.fetch(e.ctx, info)
+	if err == nil {
+		r.release()
+	}
+	return err
+}
+
 func sqlCatalogue() []sqlBadCase {
 	const ingest = "bulk ingest"
 	const sql = "SQL statement"
 	const writes = "SQL write or file access"
 	const prep = "prepared statement"
+	const disk = "on disk"
+	const bounds = "resource bounds"
 	const auth = "authentication"
 	reader := "token reader has read scope"
 	goSQL := "arrow-go Flight SQL"
@@ -215,6 +317,14 @@ func sqlCatalogue() []sqlBadCase {
 		_, err := e.ingest(e.ctx, table, mode, opts, rec)
 		return err
 	}
+	// seg is the segment a damage setup damaged, for its run to check
+	// that the message names it.
+	var seg string
+	scanQuery := "SELECT count(*), sum(usage) FROM cpu2"
+	// A server whose prepared statements may hold 4 MiB (1 MiB per
+	// caller), so that the cases need not send 64 MiB.
+	smallPrepared := func(o *Options) { o.MaxPreparedBytes = 4 << 20 }
+	preparedFrags := []string{"budget of 1 MiB per caller", "a quarter of the server's 4 MiB", "--sql-prepared-bytes"}
 	return []sqlBadCase{
 		{name: "bulk ingest (append) into an unknown table", category: ingest, client: goSQL, op: "ExecuteIngest mode append", code: codes.NotFound, frags: []string{"nosuch", "does not exist"},
 			run: func(e *sqlCatEnv) error { return ingestErr(e, "nosuch", "append", nil, ingestBatch(e)) }},
@@ -254,6 +364,10 @@ func sqlCatalogue() []sqlBadCase {
 			run: func(e *sqlCatEnv) error { return ingestErr(e, "cpu", "append", nil, cpuBatch(e.cliMem, t0, 10, "a")) }},
 		{name: "bulk ingest (create) of an existing table", category: ingest, client: goSQL, op: "ExecuteIngest mode create", code: codes.AlreadyExists, frags: []string{"cpu", "already exists"},
 			run: func(e *sqlCatEnv) error { return ingestErr(e, "cpu", "create", cpuOpts, ingestBatch(e)) }},
+		{name: "bulk ingest (create) of an existing table", category: ingest, client: goADBC, op: "adbc.ingest.target_table cpu, mode create", code: codes.AlreadyExists, frags: []string{"table cpu already exists", "mode create", "use mode append or create_append"},
+			run: func(e *sqlCatEnv) error {
+				return e.adbcErr(adbcIngestMode(e.ctx, "cpu", adbc.OptionValueIngestModeCreate))
+			}},
 		{name: "bulk ingest (create) without the index options", category: ingest, client: goSQL, op: "ExecuteIngest mode create", code: codes.InvalidArgument, frags: []string{"tsflight.granularity"},
 			run: func(e *sqlCatEnv) error { return ingestErr(e, "newt", "create", nil, ingestBatch(e)) }},
 		{name: "bulk ingest with an unknown option", category: ingest, client: goSQL, op: "ExecuteIngest mode create", code: codes.InvalidArgument, frags: []string{`unknown option "tsflight.bogus"`},
@@ -339,6 +453,51 @@ func sqlCatalogue() []sqlBadCase {
 		{name: "prepared write statement", category: prep, client: goSQL, op: "Prepare", code: codes.InvalidArgument, frags: []string{"read-only", "DELETE"},
 			run: func(e *sqlCatEnv) error { return e.preparedErr("DELETE FROM cpu WHERE host = ?", nil) }},
 
+		{name: "segment file swapped for another valid segment, then a query", category: disk, client: goSQL, op: "Execute " + scanQuery, code: codes.DataLoss, frags: []string{"table cpu2", "segment data/_managed/append/", "is damaged", "bytes, the table's log records"},
+			setup: func(e *sqlCatEnv) { seg = e.damagedCopy("cpu2", e.swapSegment) },
+			run:   func(e *sqlCatEnv) error { return e.namesSegment(e.queryErr(scanQuery), seg) }},
+		{name: "segment file swapped for another valid segment, then a query", category: disk, client: goADBC, op: "Statement.ExecuteQuery " + scanQuery, code: codes.DataLoss, frags: []string{"table cpu2", "segment data/_managed/append/", "is damaged", "bytes, the table's log records"},
+			setup: func(e *sqlCatEnv) { seg = e.damagedCopy("cpu2", e.swapSegment) },
+			run:   func(e *sqlCatEnv) error { return e.namesSegment(e.adbcErr(adbcQuery(e.ctx, scanQuery)), seg) }},
+		{name: "segment file truncated, then a query", category: disk, client: goSQL, op: "Execute " + scanQuery, code: codes.DataLoss, frags: []string{"table cpu2", "segment data/_managed/append/", "is damaged", "bytes, the table's log records"},
+			setup: func(e *sqlCatEnv) { seg = e.damagedCopy("cpu2", e.truncateHalf) },
+			run:   func(e *sqlCatEnv) error { return e.namesSegment(e.queryErr(scanQuery), seg) }},
+		{name: "segment file truncated, then a query", category: disk, client: goADBC, op: "Statement.ExecuteQuery " + scanQuery, code: codes.DataLoss, frags: []string{"table cpu2", "segment data/_managed/append/", "is damaged", "bytes, the table's log records"},
+			setup: func(e *sqlCatEnv) { seg = e.damagedCopy("cpu2", e.truncateHalf) },
+			run:   func(e *sqlCatEnv) error { return e.namesSegment(e.adbcErr(adbcQuery(e.ctx, scanQuery)), seg) }},
+
+		{name: "ts_gaps over a range with more gaps than one call returns", category: bounds, client: goSQL, op: "Execute SELECT count(*) FROM ts_gaps('holes', …), 4 gaps, the bound lowered from 500,000 to 3", code: codes.ResourceExhausted, frags: []string{"ts_gaps", "more than 3 gaps", "narrow the range or name an entity"},
+			setup: func(e *sqlCatEnv) {
+				// holes: host a at 0, 2, 4 and 6 s: gaps at 1, 3, 5 and
+				// 7 s of [t0, t0+8s).
+				b := array.NewRecordBuilder(e.cliMem, cpuSchema)
+				for i := 0; i < 4; i++ {
+					b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(2*i) * time.Second).UnixMicro()))
+					b.Field(1).(*array.StringBuilder).Append("a")
+					b.Field(2).(*array.Float64Builder).Append(float64(i))
+				}
+				rec := b.NewRecordBatch()
+				b.Release()
+				defer rec.Release()
+				if _, err := e.ingest(e.ctx, "holes", "create", cpuOpts, rec); err != nil {
+					e.t.Fatal(err)
+				}
+				saved := tsGapsMax
+				tsGapsMax = 3
+				e.t.Cleanup(func() { tsGapsMax = saved })
+			},
+			run: func(e *sqlCatEnv) error {
+				return e.queryErr("SELECT count(*) FROM ts_gaps('holes', " + fmtTime(t0) + ", " + fmtTime(t0.Add(8*time.Second)) + ")")
+			}},
+		{name: "prepared statement text over the caller's byte budget", category: bounds, client: goSQL, op: "Prepare a 600 KiB text, server MaxPreparedBytes 4 MiB", code: codes.ResourceExhausted,
+			frags: append([]string{"the statement's text would hold"}, preparedFrags...), tweak: smallPrepared,
+			run: func(e *sqlCatEnv) error {
+				return e.preparedErr("SELECT 1 AS v -- "+strings.Repeat("x", 600<<10), nil)
+			}},
+		{name: "prepared statement with bound parameters over the caller's byte budget", category: bounds, client: goSQL, op: "Prepare + bind 3 × 400 KiB strings + Execute, server MaxPreparedBytes 4 MiB", code: codes.ResourceExhausted,
+			frags: append([]string{"the statement with its bound parameters would hold"}, preparedFrags...), tweak: smallPrepared,
+			run: func(e *sqlCatEnv) error { return e.bindStrings("SELECT length(?::VARCHAR)", 3, 400<<10) }},
+
 		{name: "query without a token", category: auth, client: goSQL, op: "Execute, no header", code: codes.Unauthenticated, frags: []string{"authentication required", "authorization: Bearer <token>"}, auth: true,
 			run: func(e *sqlCatEnv) error {
 				r, err := e.query(e.bare, "SELECT count(*) FROM cpu")
@@ -417,10 +576,13 @@ func TestSQLBadInputCatalogue(t *testing.T) {
 			var a *sqlAuthEnv
 			var s *sqlServer
 			if c.auth {
+				if c.tweak != nil {
+					t.Fatal("an auth case cannot tweak the server's options")
+				}
 				a = startSQLAuth(t)
 				s = a.sqlServer
 			} else {
-				s = startSQL(t)
+				s = startSQLWith(t, c.tweak)
 			}
 			e := &sqlCatEnv{sqlServer: s, ctx: ctxT(t), auth: a}
 			e.bare = e.ctx
@@ -428,9 +590,15 @@ func TestSQLBadInputCatalogue(t *testing.T) {
 				e.ctx = bearerCtx(e.bare, a.write)
 			}
 			s.makeCPU(e.ctx, 1)
+			if c.setup != nil {
+				c.setup(e)
+			}
 			before := sqlRootSnapshot(t, s.root)
 			err := c.run(e)
 			wantCode(t, c.op, err, c.code, c.frags...)
+			if msg := status.Convert(err).Message(); strings.Contains(msg, s.root) {
+				t.Fatalf("%s: the message shows the server's root %s: %s", c.op, s.root, msg)
+			}
 			if a != nil {
 				for _, secret := range []string{a.read, a.write} {
 					if strings.Contains(err.Error(), secret[:12]) {

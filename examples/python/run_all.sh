@@ -15,6 +15,15 @@
 # testdata/reference/make_tables.py writes beside the table) its version,
 # segment count and row count are checked against that file.
 #
+# The pytest files come last: test_bad_input.py (with TSFLIGHT_ROOT, the
+# server's root, it also proves each case wrote nothing) and
+# test_damaged_listing.py, which lays out damaged tables and phantom
+# directories in a root itself. With TSFLIGHT_BIN (a tsflight binary) it
+# gets a server of its own on a fresh root, started and stopped here (one
+# more check: the server stops cleanly); without, it runs on SERVER_URL
+# under names of its own that it removes at the end, and TSFLIGHT_ROOT must
+# name that server's root.
+#
 # Prints each script's output, a line per failed check and finally
 # "N passed, N failed"; exits 1 if any check failed, 2 on bad usage.
 # TSFLIGHT_PYTHON names the interpreter (default python3).
@@ -184,7 +193,48 @@ fi
 # The Python rows of docs/reliability-catalogue.md (pytest): bad input
 # through pyarrow.flight and ADBC, on a scratch table of their own; with
 # TSFLIGHT_ROOT (the server's root) each proves it wrote nothing.
-check test_bad_input.py "$url" -- '19 passed'
+check test_bad_input.py "$url" -- '24 passed'
+
+# Listings over damaged tables and phantom directories (pyarrow.flight
+# ListFlights, ADBC get_objects), on a server of its own when TSFLIGHT_BIN
+# names a binary.
+damaged_listing() {
+  local want='8 passed'
+  if [ -z "${TSFLIGHT_BIN:-}" ]; then
+    if [ -z "${TSFLIGHT_ROOT:-}" ]; then
+      fail "test_damaged_listing.py did not run: set TSFLIGHT_BIN (a tsflight binary) or TSFLIGHT_ROOT (the root of $url)"
+      return
+    fi
+    check test_damaged_listing.py "$url" -- "$want"
+    return
+  fi
+  local dir pid addr="" rc=0
+  dir="$(mktemp -d)"
+  mkdir "$dir/root"
+  "$TSFLIGHT_BIN" serve --root "$dir/root" --listen 127.0.0.1:0 >"$dir/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 150); do # 15 s
+    addr="$(sed -n 's/.*tsflight listening on \([^ "]*\).*/\1/p' "$dir/serve.log" | head -n 1)"
+    if [ -n "$addr" ] || ! kill -0 "$pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  if [ -n "$addr" ]; then
+    echo "(test_damaged_listing.py: a server of its own on grpc://$addr)"
+    TSFLIGHT_ROOT="$dir/root" TSFLIGHT_OWN_ROOT=1 check test_damaged_listing.py "grpc://$addr" -- "$want"
+  else
+    fail "the server for test_damaged_listing.py did not log its address within 15 s"
+  fi
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" || rc=$?
+  if [ -n "$addr" ] && [ "$rc" -eq 0 ]; then
+    pass
+  else
+    fail "the server for test_damaged_listing.py exited $rc after SIGTERM, want 0"
+    sed 's/^/   /' "$dir/serve.log"
+  fi
+  rm -rf "$dir"
+}
+damaged_listing
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

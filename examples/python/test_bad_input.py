@@ -167,6 +167,27 @@ def test_scan_unknown_column(client):
            "invalid argument", '"nope"')
 
 
+def test_gaps_negative_limit(client):
+    body = {"table": TABLE, "start": common.iso(common.at(0)), "end": common.iso(common.at(60)), "limit": -1}
+    expect(pa.ArrowInvalid, lambda: common.action(client, "gaps", body), "invalid argument", "gaps: limit -1 is negative")
+
+
+def test_gaps_limit_above_maximum(client):
+    body = {"table": TABLE, "start": common.iso(common.at(0)), "end": common.iso(common.at(60)), "limit": 500001}
+    expect(pa.ArrowInvalid, lambda: common.action(client, "gaps", body),
+           "invalid argument", "gaps: limit 500001 is above the maximum of 500000")
+
+
+def test_check_unknown_table(client):
+    expect(pa.ArrowKeyError, lambda: common.action(client, "check", {"table": "nosuch_table"}),
+           "not found", '"nosuch_table"')
+
+
+def test_check_table_and_tables(client):
+    expect(pa.ArrowInvalid, lambda: common.action(client, "check", {"table": TABLE, "tables": [TABLE]}),
+           "invalid argument", 'give "table" or "tables", not both')
+
+
 # ---- ADBC (Flight SQL) ----
 # ADBC errors carry the ADBC status (status_code) and the gRPC code as
 # vendor_code.
@@ -202,6 +223,13 @@ def test_adbc_ingest_overlap(conn):
         with conn.cursor() as cur:
             cur.adbc_ingest(TABLE, common.cpu_rows(0, 1), mode="append")
     adbc_expect("UNKNOWN", ingest, "overlaps data already in the table")
+
+
+def test_adbc_ingest_create_existing(conn):
+    def ingest():
+        with conn.cursor() as cur:
+            cur.adbc_ingest(TABLE, common.cpu_rows(120, 121), mode="create")
+    adbc_expect("ALREADY_EXISTS", ingest, "table %s already exists (mode create)" % TABLE, "use mode append or create_append")
 
 
 def test_adbc_syntax_error(conn):
