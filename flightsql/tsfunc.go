@@ -6,7 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +28,9 @@ import (
 // by a temporary table holding its answer, so its arguments must be
 // constants or parameters. entity is a struct literal {'col': value, ...},
 // a JSON object string, or, for a table with one entity column, its value.
+// ts_coverage's one row goes through the coverage action and SQL
+// literals; ts_gaps, up to tsGapsMax rows, asks the table for its gaps
+// and bulk-loads them (tsfunc_load.go).
 
 // Result columns, in order.
 var (
@@ -81,9 +87,12 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "%s: table %q does not exist", f.name, table)
 	}
-	_, st, err := stateOf(name)
+	tb, st, err := stateOf(name)
 	if err != nil {
 		return nil, err
+	}
+	if f.name == "ts_gaps" {
+		return s.gapsTable(ctx, f, tmp, tb, st, vals, args)
 	}
 	body := map[string]any{"table": name, "version": st.Version}
 	for i, key := range []string{"start", "end"} {
@@ -93,6 +102,44 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 		}
 		body[key] = v
 	}
+	ent, err := entityOf(f, st, vals, args)
+	if err != nil {
+		return nil, err
+	}
+	if ent != nil {
+		body["entity"] = ent
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	res, err := s.svc.RunAction(ctx, flightserver.ActionCoverage, raw)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	idx := indexSQLType(st.Index().Kind.Type)
+	var c struct {
+		Table                                    string
+		Version                                  uint64
+		Start, End                               json.RawMessage
+		Intervals, Identities, Expected, Covered uint64
+		Ratio                                    float64
+	}
+	if err := json.Unmarshal(out, &c); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	row := []string{sqlString(c.Table), fmt.Sprintf("CAST(%d AS UBIGINT)", c.Version), indexLiteral(c.Start, idx), indexLiteral(c.End, idx),
+		u64(c.Intervals), u64(c.Identities), u64(c.Expected), u64(c.Covered), "CAST(" + sqlString(strconv.FormatFloat(c.Ratio, 'g', -1, 64)) + " AS DOUBLE)"}
+	return tempTable(tmp, coverageColumns, [][]string{row}, nil), nil
+}
+
+// entityOf returns the entity argument of a call as {column: value}, nil
+// for none (no fourth argument, or NULL).
+func entityOf(f *funcCall, st *tableformat.State, vals, args []any) (map[string]any, error) {
 	switch {
 	case f.entity != nil:
 		ent := map[string]any{}
@@ -103,67 +150,69 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 			}
 			ent[k] = v
 		}
-		body["entity"] = ent
+		return ent, nil
 	case len(vals) == 4 && vals[3] != nil:
 		ent, err := entityArg(st, vals[3])
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "%s: entity: %v", f.name, err)
 		}
-		body["entity"] = ent
+		return ent, nil
 	}
-	action := flightserver.ActionCoverage
-	if f.name == "ts_gaps" {
-		action = flightserver.ActionGaps
-		body["limit"] = tsGapsMax
+	return nil, nil
+}
+
+// gapsTable answers a ts_gaps call from the table layer: the gaps of the
+// snapshot st, as the gaps action computes them (tableformat.Table.Gaps,
+// the arguments read by the action's rules), go to DuckDB in one bulk
+// load (stageGaps) rather than through the action's JSON and SQL
+// literals. Its statements copy the staged rows into tmp and drop the
+// staging table.
+func (s *Server) gapsTable(ctx context.Context, f *funcCall, tmp string, tb *tableformat.Table, st *tableformat.State, vals, args []any) ([]string, error) {
+	q := tableformat.CoverageQuery{Limit: tsGapsMax}
+	for i, key := range []string{"start", "end"} {
+		v, err := indexBound(st, vals[i+1])
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
+		}
+		if i == 0 {
+			q.Start = v
+		} else {
+			q.End = v
+		}
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	res, err := s.svc.RunAction(ctx, action, raw)
+	ent, err := entityOf(f, st, vals, args)
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(res)
+	if ent != nil {
+		if q.Entity, err = entityIdentity(st, ent); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
+		}
+	}
+	rep, err := tb.Gaps(ctx, st, q)
+	if err == nil {
+		err = ctx.Err() // cancelled while the gaps were computed
+	}
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, sqlStatus(err)
 	}
-	idx := indexSQLType(st.Index().Kind.Type)
-	if f.name == "ts_coverage" {
-		var c struct {
-			Table                                    string
-			Version                                  uint64
-			Start, End                               json.RawMessage
-			Intervals, Identities, Expected, Covered uint64
-			Ratio                                    float64
-		}
-		if err := json.Unmarshal(out, &c); err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-		row := []string{sqlString(c.Table), fmt.Sprintf("CAST(%d AS UBIGINT)", c.Version), indexLiteral(c.Start, idx), indexLiteral(c.End, idx),
-			u64(c.Intervals), u64(c.Identities), u64(c.Expected), u64(c.Covered), "CAST(" + sqlString(strconv.FormatFloat(c.Ratio, 'g', -1, 64)) + " AS DOUBLE)"}
-		return tempTable(tmp, coverageColumns, [][]string{row}, nil), nil
-	}
-	var g struct {
-		Gaps []struct {
-			Start, End   json.RawMessage
-			EndInclusive bool `json:"end_inclusive"`
-			Intervals    uint64
-		}
-		Truncated bool
-	}
-	if err := json.Unmarshal(out, &g); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if g.Truncated {
+	if rep.Truncated {
 		// A table function's rows are the answer: never cut them short.
 		return nil, status.Errorf(codes.ResourceExhausted, "ts_gaps: the range has more than %d gaps, the most one call returns; narrow the range or name an entity", tsGapsMax)
 	}
-	rows := make([][]string, len(g.Gaps))
-	for i, gp := range g.Gaps {
-		rows[i] = []string{indexLiteral(gp.Start, idx), indexLiteral(gp.End, idx), strconv.FormatBool(gp.EndInclusive), u64(gp.Intervals)}
+	idx := indexSQLType(st.Index().Kind.Type)
+	types := []string{idx, idx, "BOOLEAN", "UBIGINT"}
+	if len(rep.Gaps) == 0 {
+		return tempTable(tmp, gapsColumns, nil, types), nil
 	}
-	return tempTable(tmp, gapsColumns, rows, []string{idx, idx, "BOOLEAN", "UBIGINT"}), nil
+	stage, err := s.stageGaps(ctx, st.Index().Kind.Type, rep.Gaps)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"CREATE OR REPLACE TEMP TABLE " + sqlIdent(tmp) + " AS SELECT * FROM " + sqlIdent(stage),
+		"DROP TABLE IF EXISTS " + sqlIdent(stage),
+	}, nil
 }
 
 // tsGapsMax is the most gaps one ts_gaps call returns: the gaps action's
@@ -270,6 +319,111 @@ func boundJSON(st *tableformat.State, v any) (any, error) {
 		}
 		return nil, fmt.Errorf("want an integer, got %v", v)
 	}
+}
+
+// indexBound reads a start or end argument as a value of st's index,
+// by the rules of the gaps action's start and end (the JSON boundJSON
+// writes, read back): an RFC 3339 timestamp, or an integer in the range
+// of the index type.
+func indexBound(st *tableformat.State, v any) (tableformat.IndexValue, error) {
+	b, err := boundJSON(st, v)
+	if err != nil {
+		return tableformat.IndexValue{}, err
+	}
+	ix := st.Index()
+	switch x := b.(type) {
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return tableformat.IndexValue{}, fmt.Errorf("%q is not an RFC 3339 timestamp (for example 2024-06-01T00:00:00Z)", x)
+		}
+		return tableformat.TimeValue(t), nil
+	case int64:
+		if ix.Kind.Type == tableformat.IndexInt64 {
+			return tableformat.Int64Value(x), nil
+		}
+		if x < 0 {
+			return tableformat.IndexValue{}, fmt.Errorf("%d is not an unsigned 64-bit integer (the index %q is uint64)", x, ix.Column)
+		}
+		return tableformat.Uint64Value(uint64(x)), nil
+	case uint64:
+		if ix.Kind.Type == tableformat.IndexUInt64 {
+			return tableformat.Uint64Value(x), nil
+		}
+		if x > math.MaxInt64 {
+			return tableformat.IndexValue{}, fmt.Errorf("%d is not a 64-bit integer (the index %q is int64)", x, ix.Column)
+		}
+		return tableformat.Int64Value(int64(x)), nil
+	}
+	return tableformat.IndexValue{}, fmt.Errorf("want a bound of the index, got %v", v)
+}
+
+// entityIdentity reads an entity argument as the identity it names, by
+// the rules of the coverage actions' "entity" member, each value taken in
+// its JSON form: a value for every entity column and no other, a string
+// for a string column, an integer (or a string of one) in range for an
+// integer column.
+func entityIdentity(st *tableformat.State, ent map[string]any) (tableformat.Identity, error) {
+	ix := st.Index()
+	if len(ix.EntityColumns) == 0 {
+		return nil, errors.New("entity: the table has no entity columns; leave entity out")
+	}
+	for col := range ent {
+		if !slices.Contains(ix.EntityColumns, col) {
+			return nil, fmt.Errorf("entity: %q is not an entity column (entity columns: %s)", col, strings.Join(ix.EntityColumns, ", "))
+		}
+	}
+	id := make(tableformat.Identity, len(ix.EntityColumns))
+	for i, col := range ix.EntityColumns {
+		v, ok := ent[col]
+		if !ok {
+			return nil, fmt.Errorf("entity: missing a value for entity column %q (give one for each of %s)", col, strings.Join(ix.EntityColumns, ", "))
+		}
+		if st.Schema() == nil {
+			return nil, errors.New("entity: the table has no data yet")
+		}
+		f, ok := st.Schema().Column(col)
+		if !ok {
+			return nil, fmt.Errorf("entity: the table has no column %q", col)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("entity.%s: %v", col, err)
+		}
+		s := string(raw)
+		quoted := raw[0] == '"'
+		if quoted {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, fmt.Errorf("entity.%s: %v", col, err)
+			}
+		}
+		switch f.Type.Kind {
+		case tableformat.TypeUtf8:
+			if !quoted {
+				return nil, fmt.Errorf("entity.%s: expected a string, got %s", col, raw)
+			}
+			id[i] = tableformat.EntityValue{Type: tableformat.EntityUtf8, Str: s}
+		case tableformat.TypeInt32:
+			n, err := strconv.ParseInt(s, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("entity.%s: %s is not a 32-bit integer", col, raw)
+			}
+			id[i] = tableformat.EntityValue{Type: tableformat.EntityInt32, Int: n}
+		case tableformat.TypeInt64:
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("entity.%s: %s is not a 64-bit integer", col, raw)
+			}
+			id[i] = tableformat.EntityValue{Type: tableformat.EntityInt64, Int: n}
+		default:
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("entity.%s: %s is not an unsigned 64-bit integer", col, raw)
+			}
+			id[i] = tableformat.EntityValue{Type: tableformat.EntityUInt64, Uint: n}
+		}
+	}
+	return id, nil
 }
 
 // entityArg reads the fourth argument: a JSON object string or the value
