@@ -35,9 +35,10 @@ build their table-relative keys.
 
 A View is the coverage of one identity (Set.View) or of the whole table
 (Set.ViewAll) and answers range queries: Stats (covered and expected counts,
-ratio), Gaps (missing runs), LongestGap and LastWindow (the last fully
-covered window of n intervals). Set.Stats and Set.StatsByIdentity aggregate
-over identities. Queries work on runs of ids, never on every id of a range.
+ratio), Gaps and EachGap (missing runs; EachGap stops when its caller
+says so), LongestGap and LastWindow (the last fully covered window of n
+intervals). Set.Stats and Set.StatsByIdentity aggregate over identities.
+Queries work on runs of ids, never on every id of a range.
 
 # Caveats
 

@@ -221,6 +221,19 @@ func (v View) runEnd(it roaring64.IntPeekable64, first, limit uint64) uint64 {
 	return lo
 }
 
+// EachGap calls f with the maximal missing runs of r in ascending order
+// and stops as soon as f returns false. The walk goes no further than the
+// gap f refused, so a caller that wants the first n gaps, or checks for
+// cancellation between gaps, pays for the runs it reached and not for the
+// rest of the range.
+func (v View) EachGap(r Range, f func(Range) bool) error {
+	if err := r.valid(); err != nil {
+		return err
+	}
+	v.walkGaps(r, f)
+	return nil
+}
+
 // Gaps returns the maximal missing runs of r in ascending order, at most
 // limit of them (all when limit <= 0).
 func (v View) Gaps(r Range, limit int) ([]Range, error) {

@@ -240,3 +240,47 @@ func TestCount(t *testing.T) {
 		t.Error("invalid range length")
 	}
 }
+
+// TestEachGapStopsWhenTold: EachGap yields the gaps Gaps lists, in order,
+// and calls f no more after f returns false, however many gaps are left.
+func TestEachGapStopsWhenTold(t *testing.T) {
+	s := NewGlobal()
+	const n = 100_000
+	for i := uint64(0); i < n; i++ {
+		if _, err := s.Add(nil, 2*i+1); err != nil { // gaps at every even id
+			t.Fatal(err)
+		}
+	}
+	v := viewOf(t, s, nil)
+	r := Range{0, 2 * n}
+	all, _ := v.Gaps(r, 0)
+	var walked []Range
+	if err := v.EachGap(r, func(g Range) bool { walked = append(walked, g); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n+1 || !slices.Equal(walked, all) {
+		t.Fatalf("EachGap walked %d gaps, Gaps lists %d (want %d), or they differ", len(walked), len(all), n+1)
+	}
+	for _, stop := range []int{1, 2, 7, 1000} {
+		calls := 0
+		err := v.EachGap(r, func(g Range) bool {
+			if g != all[calls] {
+				t.Fatalf("stop %d: gap %d is %v, want %v", stop, calls, g, all[calls])
+			}
+			calls++
+			return calls < stop
+		})
+		if err != nil || calls != stop {
+			t.Errorf("stop after %d: f called %d times, %v", stop, calls, err)
+		}
+	}
+	// An empty view is one gap; refusing it ends the walk too.
+	calls := 0
+	if err := (View{}).EachGap(r, func(Range) bool { calls++; return false }); err != nil || calls != 1 {
+		t.Errorf("empty view: f called %d times, %v", calls, err)
+	}
+	// An inverted range is refused before f is ever called.
+	if err := v.EachGap(Range{5, 4}, func(Range) bool { t.Fatal("f called for an inverted range"); return false }); !errors.Is(err, ErrEmptyRange) {
+		t.Errorf("inverted range: %v, want ErrEmptyRange", err)
+	}
+}

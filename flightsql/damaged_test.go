@@ -186,7 +186,6 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	noteRoot(s.root)
 	for i := range segs {
 		rdr, err := d.Query(ctx, "SELECT count(*), sum(usage) FROM read_parquet("+sqlString(file(i))+")")
 		if err == nil {
@@ -199,7 +198,7 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 			t.Fatalf("segment %d: DuckDB read the damaged file", i)
 		}
 		raw := err.Error()
-		got := sqlStatus(err)
+		got := s.sql.sqlStatus(err)
 		if i == 2 {
 			// DuckDB names no file ("Invalid Error: Variable-length int
 			// over 10 bytes."): the segment cannot be told, the code stays.
@@ -215,7 +214,7 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 		}
 		t.Logf("DuckDB: %s\n  → %s", raw, status.Convert(got).Message())
 	}
-	if got := sqlStatus(&duckError{typ: 0, msg: "Binder Error: column x does not exist"}); status.Code(got) == codes.DataLoss {
+	if got := s.sql.sqlStatus(&duckError{typ: 0, msg: "Binder Error: column x does not exist"}); status.Code(got) == codes.DataLoss {
 		t.Fatalf("an error naming no file became %v", got)
 	}
 	// A statement's own conversion error quoting a segment's path is not
@@ -227,7 +226,7 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 		err = r.Err()
 		r.Release()
 	}
-	got := sqlStatus(err)
+	got := s.sql.sqlStatus(err)
 	wantCode(t, "conversion error quoting a segment", got, codes.InvalidArgument, "cpu/"+segs[1].Path)
 	if strings.Contains(status.Convert(got).Message(), s.root) {
 		t.Fatalf("the message shows the root: %v", got)

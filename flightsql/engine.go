@@ -35,6 +35,8 @@ type engine struct {
 	// oomHint is appended to DuckDB's out-of-memory errors: it names the
 	// limit and the flag that sets it.
 	oomHint string
+	// root is the one directory DuckDB may read; errors scrub it.
+	root string
 }
 
 // newEngine opens an in-memory DuckDB that may read files under root only.
@@ -51,7 +53,7 @@ func newEngine(ctx context.Context, root string, opts *Options) (*engine, error)
 	if bindings.OpenExt("", &db, cfg, &msg) == bindings.StateError {
 		return nil, fmt.Errorf("starting DuckDB: %s", msg)
 	}
-	e := &engine{db: db}
+	e := &engine{db: db, root: root}
 	spill, err := os.MkdirTemp("", "tsflight-duckdb-")
 	if err != nil {
 		e.close()
@@ -118,6 +120,7 @@ func (e *engine) close() error {
 type session struct {
 	conn    bindings.Connection
 	oomHint string
+	root    string // the engine's root, which sqlStatusIn scrubs
 }
 
 func (e *engine) open(context.Context) (*session, error) {
@@ -125,7 +128,7 @@ func (e *engine) open(context.Context) (*session, error) {
 	if bindings.Connect(e.db, &c) == bindings.StateError {
 		return nil, errors.New("DuckDB: cannot open a connection")
 	}
-	return &session{conn: c, oomHint: e.oomHint}, nil
+	return &session{conn: c, oomHint: e.oomHint, root: e.root}, nil
 }
 
 func (s *session) close() error {

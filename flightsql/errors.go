@@ -6,10 +6,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	bindings "github.com/duckdb/duckdb-go-bindings"
 	"google.golang.org/grpc/codes"
@@ -18,7 +15,10 @@ import (
 	"github.com/tsflight/tsflight/flightserver"
 )
 
-// sqlStatus maps an error from DuckDB (or from the table layer) to the
+// sqlStatus is sqlStatusIn for the server's root.
+func (s *Server) sqlStatus(err error) error { return sqlStatusIn(s.svc.Root(), err) }
+
+// sqlStatusIn maps an error from DuckDB (or from the table layer) to the
 // gRPC status a client sees. It is the one place SQL errors get codes:
 //
 //	parser, binder, conversion, invalid input, type errors  InvalidArgument
@@ -30,16 +30,19 @@ import (
 //	a planned segment's file cannot be read                  DataLoss
 //	anything else                                            Internal
 //
-// No message names the root: paths under it are made relative to it.
+// root is the root of the Server the error comes from: no message names
+// it, paths under it are made relative to it, and only files under it are
+// its segments. (Each Server passes its own: servers over different roots
+// in one process neither scrub nor claim each other's paths.)
 //
 // An error that already carries a gRPC status keeps it; table errors go
 // through flightserver.Status.
-func sqlStatus(err error) error {
+func sqlStatusIn(root string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if st, ok := status.FromError(err); ok {
-		if msg := scrubRoots(st.Message()); msg != st.Message() {
+		if msg := scrubRoot(st.Message(), root); msg != st.Message() {
 			return status.Error(st.Code(), msg)
 		}
 		return err
@@ -91,43 +94,10 @@ func sqlStatus(err error) error {
 	// that speak of a file count: a conversion error quoting a string that
 	// happens to name a segment is the statement's fault.
 	readErr := de.typ == bindings.ErrorTypeErrorIO || de.typ == bindings.ErrorTypeInvalidInput
-	if table, seg, ok := segmentOf(msg); ok && readErr && strings.Contains(strings.ToLower(msg), "file") {
-		return status.Errorf(codes.DataLoss, "table %s: segment %s cannot be read: %s", table, seg, scrubRoots(msg))
+	if table, seg, ok := segmentOf(msg, root); ok && readErr && strings.Contains(strings.ToLower(msg), "file") {
+		return status.Errorf(codes.DataLoss, "table %s: segment %s cannot be read: %s", table, seg, scrubRoot(msg, root))
 	}
-	return status.Error(code, scrubRoots(msg))
-}
-
-// servedRoots are the roots of the Servers of this process, newest last
-// (a few: tests start many), so that sqlStatus can tell a planned
-// segment's file in a DuckDB message and scrub the root from it.
-var servedRoots struct {
-	mu    sync.Mutex
-	roots []string
-}
-
-const servedRootsMax = 64
-
-// noteRoot records root (an absolute directory) as served.
-func noteRoot(root string) {
-	servedRoots.mu.Lock()
-	defer servedRoots.mu.Unlock()
-	r := servedRoots.roots
-	if n := len(r); n > 0 && r[n-1] == root {
-		return
-	}
-	if i := slices.Index(r, root); i >= 0 {
-		r = slices.Delete(r, i, i+1)
-	}
-	if len(r) >= servedRootsMax {
-		r = slices.Delete(r, 0, 1)
-	}
-	servedRoots.roots = append(r, root)
-}
-
-func rootsServed() []string {
-	servedRoots.mu.Lock()
-	defer servedRoots.mu.Unlock()
-	return slices.Clone(servedRoots.roots)
+	return status.Error(code, scrubRoot(msg, root))
 }
 
 // scrubRoot removes root from msg: a path under it becomes relative to it
@@ -140,35 +110,23 @@ func scrubRoot(msg, root string) string {
 	return strings.ReplaceAll(msg, root, "<root>")
 }
 
-// scrubRoots is scrubRoot for every served root, longest first (a root
-// inside another).
-func scrubRoots(msg string) string {
-	roots := rootsServed()
-	sort.Slice(roots, func(i, j int) bool { return len(roots[i]) > len(roots[j]) })
-	for _, r := range roots {
-		msg = scrubRoot(msg, r)
+// segmentOf finds, in a DuckDB message, a file under root and returns its
+// table and the segment's table-relative path.
+func segmentOf(msg, root string) (table, seg string, ok bool) {
+	if root == "" {
+		return "", "", false
 	}
-	return msg
-}
-
-// segmentOf finds, in a DuckDB message, a file under a served root and
-// returns its table and the segment's table-relative path.
-func segmentOf(msg string) (table, seg string, ok bool) {
-	roots := rootsServed()
-	sort.Slice(roots, func(i, j int) bool { return len(roots[i]) > len(roots[j]) })
-	for _, r := range roots {
-		i := strings.Index(msg, r+string(filepath.Separator))
-		if i < 0 {
-			continue
-		}
-		rel := msg[i+len(r)+1:]
-		if j := strings.IndexAny(rel, "'\"` \t\n),;"); j >= 0 {
-			rel = rel[:j]
-		}
-		table, seg, ok = strings.Cut(filepath.ToSlash(rel), "/")
-		if ok && table != "" && strings.HasSuffix(seg, ".parquet") {
-			return table, seg, true
-		}
+	i := strings.Index(msg, root+string(filepath.Separator))
+	if i < 0 {
+		return "", "", false
+	}
+	rel := msg[i+len(root)+1:]
+	if j := strings.IndexAny(rel, "'\"` \t\n),;"); j >= 0 {
+		rel = rel[:j]
+	}
+	table, seg, ok = strings.Cut(filepath.ToSlash(rel), "/")
+	if ok && table != "" && strings.HasSuffix(seg, ".parquet") {
+		return table, seg, true
 	}
 	return "", "", false
 }

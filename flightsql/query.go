@@ -259,7 +259,7 @@ func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map
 	var ps bindings.PreparedStatement
 	sess, err := s.engine.open(ctx)
 	if err != nil {
-		return nil, nil, ps, sqlStatus(err)
+		return nil, nil, ps, s.sqlStatus(err)
 	}
 	plan, err := s.planQuery(ctx, sess, q, args, pinned)
 	if err == nil {
@@ -267,7 +267,7 @@ func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map
 	}
 	if err == nil {
 		if ps, err = sess.prepare(plan.text); err != nil {
-			err = sqlStatus(err)
+			err = s.sqlStatus(err)
 		}
 	}
 	if err != nil {
@@ -302,7 +302,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 			return d, nil
 		}
 		if err != errUntyped {
-			return nil, sqlStatus(err)
+			return nil, s.sqlStatus(err)
 		}
 	}
 	nargs := plan.bindArgs(args)
@@ -311,7 +311,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 	if err != nil {
 		// A statement that cannot be a subquery: run it and keep the schema.
 		if rdr, err = sess.query(ctx, plan.text, nargs); err != nil {
-			return nil, sqlStatus(err)
+			return nil, s.sqlStatus(err)
 		}
 	}
 	defer rdr.Release()
@@ -339,11 +339,17 @@ func trimStatement(q string) string {
 	return strings.TrimRight(strings.TrimSuffix(q, ";"), " \t\r\n")
 }
 
-// setup creates the plan's views and temporary tables.
+// setup creates the plan's views and temporary tables. It looks at ctx
+// before each statement: DuckDB forgets an interrupt that reaches it
+// before a statement starts, so a statement begun after a cancel would
+// otherwise run to its end.
 func (s *Server) setup(ctx context.Context, sess *session, plan *queryPlan) error {
 	for _, st := range plan.setup {
+		if err := ctx.Err(); err != nil {
+			return s.sqlStatus(err)
+		}
 		if err := sess.exec(ctx, st); err != nil {
-			return sqlStatus(err)
+			return s.sqlStatus(err)
 		}
 	}
 	return nil
@@ -396,12 +402,12 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		// GetFlightInfo started it: wait for its result.
 		s.logPlan(h.ID, rq.plan)
 		if rdr, err = rq.await(ctx); err != nil {
-			return fail(sqlStatus(err))
+			return fail(s.sqlStatus(err))
 		}
 		sess, target = rq.sess, rq.schema
 	} else {
 		if sess, err = s.engine.open(ctx); err != nil {
-			return fail(sqlStatus(err))
+			return fail(s.sqlStatus(err))
 		}
 		if rdr, err = s.run(ctx, sess, &h, rows[0]); err != nil {
 			sess.close()
@@ -482,7 +488,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 	s.logPlan(h.ID, plan)
 	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
 	if err != nil {
-		return nil, sqlStatus(err)
+		return nil, s.sqlStatus(err)
 	}
 	return rdr, nil
 }
@@ -604,7 +610,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		}
 	}
 	if err := rdr.Err(); err != nil {
-		send(flight.StreamChunk{Err: sqlStatus(err)})
+		send(flight.StreamChunk{Err: s.sqlStatus(err)})
 		return false
 	}
 	return flush()

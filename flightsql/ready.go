@@ -254,7 +254,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		if err == nil || err == errUntyped {
 			return nil, nil
 		}
-		return nil, sqlStatus(err)
+		return nil, s.sqlStatus(err)
 	}
 	rq := &readyQuery{sess: sess, plan: plan, schema: sc, query: q, born: time.Now(), log: s.log}
 	if g := s.opts.Gate; g != nil {

@@ -46,7 +46,6 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 	var first []string
 	same := true
 	root := s.svc.Root()
-	noteRoot(root)
 	for i, sg := range segs {
 		files[i] = filepath.Join(root, name, filepath.FromSlash(sg.Path))
 		fi, err := checkSegmentFile(root, name, files[i], sg)

@@ -126,7 +126,7 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 func parseOne(ctx context.Context, s *session, q string) (map[string]any, error) {
 	text, err := s.scalarString(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", q)
 	if err != nil {
-		return nil, sqlStatus(err)
+		return nil, sqlStatusIn(s.root, err)
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()

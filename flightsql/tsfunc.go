@@ -162,7 +162,7 @@ func entityOf(f *funcCall, st *tableformat.State, vals, args []any) (map[string]
 }
 
 // gapsTable answers a ts_gaps call from the table layer: the gaps of the
-// snapshot st, as the gaps action computes them (tableformat.Table.Gaps,
+// snapshot st, as the gaps action lists them (tableformat.Table.ListGaps,
 // the arguments read by the action's rules), go to DuckDB in one bulk
 // load (stageGaps) rather than through the action's JSON and SQL
 // literals. Its statements copy the staged rows into tmp and drop the
@@ -189,23 +189,26 @@ func (s *Server) gapsTable(ctx context.Context, f *funcCall, tmp string, tb *tab
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
-	rep, err := tb.Gaps(ctx, st, q)
+	// Only the list: the walk stops at the gap after the maximum (a range
+	// of millions of gaps is refused after tsGapsMax+1 of them) and when
+	// ctx ends.
+	gaps, truncated, err := tb.ListGaps(ctx, st, q)
 	if err == nil {
-		err = ctx.Err() // cancelled while the gaps were computed
+		err = ctx.Err() // cancelled after the walk's last look
 	}
 	if err != nil {
-		return nil, sqlStatus(err)
+		return nil, s.sqlStatus(err)
 	}
-	if rep.Truncated {
+	if truncated {
 		// A table function's rows are the answer: never cut them short.
 		return nil, status.Errorf(codes.ResourceExhausted, "ts_gaps: the range has more than %d gaps, the most one call returns; narrow the range or name an entity", tsGapsMax)
 	}
 	idx := indexSQLType(st.Index().Kind.Type)
 	types := []string{idx, idx, "BOOLEAN", "UBIGINT"}
-	if len(rep.Gaps) == 0 {
+	if len(gaps) == 0 {
 		return tempTable(tmp, gapsColumns, nil, types), nil
 	}
-	stage, err := s.stageGaps(ctx, st.Index().Kind.Type, rep.Gaps)
+	stage, err := s.stageGaps(ctx, st.Index().Kind.Type, gaps)
 	if err != nil {
 		return nil, err
 	}

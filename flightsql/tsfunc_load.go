@@ -51,7 +51,7 @@ func (s *Server) stageGaps(ctx context.Context, typ tableformat.IndexType, gaps 
 	name := stagePrefix + hex.EncodeToString(nonce[:])
 	sess, err := s.engine.open(ctx)
 	if err != nil {
-		return "", sqlStatus(err)
+		return "", s.sqlStatus(err)
 	}
 	idx := indexSQLType(typ)
 	ddl := "CREATE TABLE " + sqlIdent(name) + " (" + sqlIdent(gapsColumns[0]) + " " + idx + ", " + sqlIdent(gapsColumns[1]) + " " + idx + ", " +
@@ -72,7 +72,7 @@ func (s *Server) stageGaps(ctx context.Context, typ tableformat.IndexType, gaps 
 	}
 	if err != nil {
 		drop()
-		return "", sqlStatus(err)
+		return "", s.sqlStatus(err)
 	}
 	context.AfterFunc(ctx, drop)
 	return name, nil

@@ -31,3 +31,23 @@ func TestTsGapsReturnsEveryGap(t *testing.T) {
 	_, err = runScalar(ctx, cl, gapsQuery(n))
 	wantCode(t, "ts_gaps beyond its bound", err, codes.ResourceExhausted, "ts_gaps", fmt.Sprintf("more than %d gaps", n-1), "narrow the range")
 }
+
+// TestTsGapsRefusesFarBeyondItsBound: through a real listener, a ts_gaps
+// range holding thousands of times more gaps than the (lowered) maximum is
+// RESOURCE_EXHAUSTED naming the maximum (the table layer stops walking at
+// the gap after it), while a range at the maximum is answered in full.
+func TestTsGapsRefusesFarBeyondItsBound(t *testing.T) {
+	const n, most = 50_000, 10
+	cl, _, stop := gapsServer(t, n)
+	defer stop()
+	saved := tsGapsMax
+	tsGapsMax = most
+	defer func() { tsGapsMax = saved }()
+	ctx := context.Background()
+	_, err := runScalar(ctx, cl, gapsQuery(n))
+	wantCode(t, "ts_gaps over 5,000 times its bound", err, codes.ResourceExhausted, "ts_gaps", fmt.Sprintf("more than %d gaps", most), "narrow the range")
+	got, err := runScalar(ctx, cl, gapsQuery(most))
+	if want := fmt.Sprintf("%d|%d", most, most); err != nil || got != want {
+		t.Fatalf("%s = %q, %v; want %s", gapsQuery(most), got, err, want)
+	}
+}

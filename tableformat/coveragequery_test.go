@@ -108,13 +108,14 @@ func TestCoverageQueryErrors(t *testing.T) {
 	for _, c := range cases {
 		_, err1 := e.tb.Coverage(e.ctx, st, c.q)
 		_, err2 := e.tb.Gaps(e.ctx, st, c.q)
+		_, _, err3 := e.tb.ListGaps(e.ctx, st, c.q)
 		if c.msg == "" { // a well-formed identity of another type is simply absent
-			if err1 != nil || err2 != nil {
-				t.Errorf("%+v: %v / %v", c.q, err1, err2)
+			if err1 != nil || err2 != nil || err3 != nil {
+				t.Errorf("%+v: %v / %v / %v", c.q, err1, err2, err3)
 			}
 			continue
 		}
-		for _, err := range []error{err1, err2} {
+		for _, err := range []error{err1, err2, err3} {
 			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("%+v: %v, want ErrInvalidInput mentioning %q", c.q, err, c.msg)
 			}
@@ -158,5 +159,8 @@ func TestCoverageRecoversFromMissingSnapshot(t *testing.T) {
 	again, _ := Open(e.ctx, e.tb.fs, nil)
 	if _, err := again.Coverage(e.ctx, again.State(), CoverageQuery{Start: tsAt(0), End: tsAt(10)}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), st.Segments[0].CoveragePath) {
 		t.Fatalf("missing sidecar: %v, want ErrCorrupt naming it", err)
+	}
+	if _, _, err := again.ListGaps(e.ctx, again.State(), CoverageQuery{Start: tsAt(0), End: tsAt(10)}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("missing sidecar: ListGaps %v, want ErrCorrupt", err)
 	}
 }
