@@ -27,6 +27,7 @@ type zeroCopyMessage struct {
 	header  []byte
 	chunks  [][]byte
 	bodyLen int
+	owned   int // bytes of chunks made for the message (not Arrow buffers)
 	release func()
 	// marshalled is set once gRPC owns the chunks: from then on only
 	// gRPC's freeing of them releases the payload.
@@ -131,7 +132,7 @@ func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload) error {
 		p.Release()
 		return err
 	}
-	return sendMessage(stream, meta.Bytes(), body.chunks, body.n, func() {
+	return sendMessage(stream, meta.Bytes(), body.chunks, body.n, 0, func() {
 		meta.Release()
 		p.Release()
 	})
@@ -139,9 +140,9 @@ func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload) error {
 
 // sendMessage sends one FlightData message whose body is chunks; release
 // is called once, when nothing reads the chunks any more.
-func sendMessage(stream grpc.ServerStream, header []byte, chunks [][]byte, bodyLen int, release func()) error {
+func sendMessage(stream grpc.ServerStream, header []byte, chunks [][]byte, bodyLen, owned int, release func()) error {
 	var once atomic.Bool
-	m := &zeroCopyMessage{header: header, chunks: chunks, bodyLen: bodyLen, release: func() {
+	m := &zeroCopyMessage{header: header, chunks: chunks, bodyLen: bodyLen, owned: owned, release: func() {
 		if once.CompareAndSwap(false, true) {
 			release()
 		}
@@ -204,7 +205,7 @@ func (w *zeroCopyWriter) writeMerged(group []arrow.RecordBatch) error {
 	for _, b := range group {
 		b.Retain()
 	}
-	return sendMessage(w.stream, m.header, m.body, m.size, func() { releaseAll(group) })
+	return sendMessage(w.stream, m.header, m.body, m.size, m.owned, func() { releaseAll(group) })
 }
 
 func (w *zeroCopyWriter) Close() error { return w.start() }

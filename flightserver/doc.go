@@ -43,9 +43,12 @@
 //     batches.
 //   - Endpoints carry no location: fetch them on the same connection, in
 //     parallel if you like.
-//   - Streams that wait on slow clients share Options.StreamBudget (1 GiB
-//     by default) for the batches they have handed to gRPC; past it a
-//     stream waits, it is not failed. The gaps action lists at most 10,000
+//   - All DoGet streams together hold at most Options.StreamBudget (1 GiB
+//     by default): decoded batches and what gRPC holds for clients that
+//     have not read it. Past it scans wait their turn, first come first;
+//     a client that reads nothing for Options.StallTimeout (15 s) while
+//     others wait has its connection closed, when the server listens
+//     through Gate.Listener. The gaps action lists at most 10,000
 //     gaps unless asked for more (at most 500,000) and says truncated.
 //   - A table directory replaced under the server (a restore, a re-create)
 //     is noticed by its handle, which reloads it; a table that cannot be

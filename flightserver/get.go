@@ -1,9 +1,7 @@
 package flightserver
 
 import (
-	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -43,27 +41,44 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	for _, seg := range groups[t.Part] {
 		opts.Segments = append(opts.Segments, seg.Path)
 	}
+	// Everything the stream holds is on its account, and its scan decodes
+	// only while the stream budget allows (streammem.go).
+	mem := s.budget.open(ctx, s.scanAlloc())
+	defer mem.end()
+	opts.Alloc, opts.Pacer = mem, mem
 	rdr, err := tb.Scan(ctx, st, opts)
 	if err != nil {
 		return Status(err)
 	}
 	defer rdr.Release()
 	var w groupWriter
-	bs := &budgetStream{ServerStream: stream, ctx: ctx, budget: s.budget}
-	defer bs.close()
+	bs := &budgetStream{ServerStream: stream, mem: mem}
 	if s.zeroCopy.Load() {
-		w = &zeroCopyWriter{stream: bs, mem: s.alloc, groupMem: s.scanAlloc(), schema: rdr.Schema()}
+		w = &zeroCopyWriter{stream: bs, mem: mem, groupMem: mem, schema: rdr.Schema()}
 	} else {
-		w = &copyingWriter{Writer: flight.NewRecordWriter(&budgetDataStream{budgetStream: bs, stream: stream}, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: s.scanAlloc()}
+		w = &copyingWriter{Writer: flight.NewRecordWriter(&budgetDataStream{budgetStream: bs, stream: stream}, ipc.WithSchema(rdr.Schema()), ipc.WithAllocator(s.alloc)), mem: mem}
 	}
 	defer w.Close()
+	if zw, ok := w.(*zeroCopyWriter); ok {
+		// The schema at once: a stream whose scan waits for the stream
+		// budget has answered its client.
+		if err := zw.start(); err != nil {
+			return Status(err)
+		}
+	}
 	b := &batcher{min: int64(s.opts.BatchRows)}
 	defer b.release()
 	send := func(group []arrow.RecordBatch) error {
 		defer releaseAll(group)
 		return w.WriteGroup(group)
 	}
-	for rdr.Next() {
+	for {
+		mem.want(true)
+		more := rdr.Next()
+		mem.want(false)
+		if !more {
+			break
+		}
 		group := b.add(rdr.RecordBatch())
 		if group != nil {
 			if err := send(group); err != nil {
@@ -223,69 +238,14 @@ func (b *batcher) release() {
 	b.held, b.rows = nil, 0
 }
 
-// byteBudget bounds the bytes of batches that all DoGet streams together
-// have handed to gRPC and that gRPC has not yet written to a client (a
-// stalled client's batches stay there). A stream that would exceed it waits
-// until others' batches are written or released; its context (client gone,
-// request deadline) ends the wait. One message larger than the whole budget
-// is let through when nothing else is held, so no stream waits forever. A
-// nil *byteBudget holds no limit but still counts.
-type byteBudget struct {
-	limit int64 // <= 0: no limit
-	held  atomic.Int64
-	mu    sync.Mutex
-	wake  chan struct{} // closed and replaced whenever bytes are returned
-	peak  atomic.Int64
-}
-
-func newByteBudget(limit int64) *byteBudget {
-	return &byteBudget{limit: limit, wake: make(chan struct{})}
-}
-
-// acquire takes n bytes, waiting while that would exceed the limit.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
-	for {
-		b.mu.Lock()
-		h := b.held.Load()
-		if b.limit <= 0 || h == 0 || h+n <= b.limit {
-			h = b.held.Add(n)
-			b.mu.Unlock()
-			for {
-				p := b.peak.Load()
-				if h <= p || b.peak.CompareAndSwap(p, h) {
-					break
-				}
-			}
-			return nil
-		}
-		wake := b.wake
-		b.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// release returns n bytes and wakes the waiting streams.
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	b.held.Add(-n)
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.mu.Unlock()
-}
-
-// budgetStream charges every zero-copy DoGet message to the budget from
-// the moment it is sent until gRPC has written (or dropped) its body.
+// budgetStream records every zero-copy message a stream hands to gRPC on
+// the stream's account until gRPC has written (or dropped) its body: the
+// stream has a message in flight meanwhile, and the bytes the message made
+// itself (merged offsets and bitmaps) are charged; its batches are charged
+// already, as the account allocated them.
 type budgetStream struct {
 	grpc.ServerStream
-	ctx    context.Context
-	budget *byteBudget
-
-	mu      sync.Mutex
-	charged map[*sync.Once]int64 // messages gRPC has not released yet
+	mem *streamMem
 }
 
 func (s *budgetStream) SendMsg(m any) error {
@@ -293,68 +253,34 @@ func (s *budgetStream) SendMsg(m any) error {
 	if !ok || zm.bodyLen == 0 {
 		return s.ServerStream.SendMsg(m)
 	}
-	n := int64(zm.bodyLen)
-	if err := s.budget.acquire(s.ctx, n); err != nil {
-		zm.release()
-		return err
-	}
-	once := new(sync.Once)
-	s.mu.Lock()
-	if s.charged == nil {
-		s.charged = map[*sync.Once]int64{}
-	}
-	s.charged[once] = n
-	s.mu.Unlock()
+	owned := int64(zm.owned)
+	s.mem.charge(owned)
+	s.mem.sent()
 	orig := zm.release
+	var once sync.Once
 	zm.release = func() {
-		orig()
-		s.uncharge(once, n)
+		once.Do(func() {
+			orig()
+			s.mem.written()
+			s.mem.charge(-owned)
+		})
 	}
 	return s.ServerStream.SendMsg(m)
 }
 
-func (s *budgetStream) uncharge(once *sync.Once, n int64) {
-	once.Do(func() {
-		s.mu.Lock()
-		delete(s.charged, once)
-		s.mu.Unlock()
-		s.budget.release(n)
-	})
-}
-
-// close returns the budget of the messages gRPC still holds when the
-// stream ends: gRPC drops what a cancelled stream had queued without
-// always freeing it (the Arrow buffers then go to the garbage collector),
-// and the budget must not leak with them.
-func (s *budgetStream) close() {
-	s.mu.Lock()
-	left := make(map[*sync.Once]int64, len(s.charged))
-	for o, n := range s.charged {
-		left[o] = n
-	}
-	s.mu.Unlock()
-	for o, n := range left {
-		s.uncharge(o, n)
-	}
-}
-
 // budgetDataStream is the same for arrow-go's Flight writer (the standard
 // codec): gRPC has encoded its own copy of a message once Send returns, so
-// the body is charged only while Send runs (what gRPC then holds is not
-// counted; servers use the zero-copy codec).
+// the message is in flight only while Send runs.
 type budgetDataStream struct {
 	*budgetStream
 	stream flight.FlightService_DoGetServer
 }
 
 func (s *budgetDataStream) Send(d *flight.FlightData) error {
-	n := int64(len(d.DataBody))
-	if n == 0 {
+	if len(d.DataBody) == 0 {
 		return s.stream.Send(d)
 	}
-	if err := s.budget.acquire(s.ctx, n); err != nil {
-		return err
-	}
-	defer s.budget.release(n)
+	s.mem.sent()
+	defer s.mem.written()
 	return s.stream.Send(d)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,9 +79,14 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...g
 	gopts = append(gopts, extra...)
 	ts.srv = flight.NewServerWithMiddleware(mw, gopts...)
 	ts.srv.RegisterFlightService(svc)
-	if err := ts.srv.Init("127.0.0.1:0"); err != nil {
-		t.Fatalf("Init: %v", err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
 	}
+	if gate != nil {
+		lis = gate.Listener(lis) // the server can close connections
+	}
+	ts.srv.InitListener(lis)
 	served := make(chan error, 1)
 	go func() { served <- ts.srv.Serve() }()
 	ts.client, err = flight.NewClientWithMiddleware(ts.srv.Addr().String(), nil, nil,

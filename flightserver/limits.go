@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 )
@@ -147,6 +146,7 @@ type Gate struct {
 	l        Limits
 	inFlight atomic.Int64
 	refused  atomic.Int64
+	conns    connRegistry
 }
 
 // NewGate checks l and returns the gate that enforces it.
@@ -188,7 +188,7 @@ func (g *Gate) ServerOptions(taps ...tap.ServerInHandle) []grpc.ServerOption {
 		// pings more often than every 5 minutes with GOAWAY).
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Gives every call the context of its connection (ConnContext).
-		grpc.StatsHandler(connStats{}),
+		grpc.StatsHandler(connStats{g: g}),
 	}
 	if g.l.RequestTimeout > 0 {
 		taps = append(taps, g.deadline)
@@ -279,43 +279,4 @@ func (g *Gate) enter() error {
 		return status.Errorf(codes.ResourceExhausted, "the server is running its limit of %d calls at once (--max-calls); retry later", g.l.MaxCalls)
 	}
 	return nil
-}
-
-// connStats is a gRPC stats handler that gives each connection a context
-// cancelled when the connection ends: the contexts of its calls carry it
-// (see ConnContext).
-type connStats struct{}
-
-type connKey struct{}
-
-func (connStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	conn, cancel := context.WithCancel(ctx)
-	return context.WithValue(conn, connKey{}, &connLife{ctx: conn, cancel: cancel})
-}
-
-func (connStats) HandleConn(ctx context.Context, s stats.ConnStats) {
-	if _, end := s.(*stats.ConnEnd); end {
-		if l, ok := ctx.Value(connKey{}).(*connLife); ok {
-			l.cancel()
-		}
-	}
-}
-
-func (connStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
-func (connStats) HandleRPC(context.Context, stats.RPCStats)                       {}
-
-type connLife struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// ConnContext returns the context of the connection a call's ctx came in
-// on, cancelled when that connection closes (the peer went away, or
-// keepalive dropped it), for work a call leaves running after it returns.
-// It reports false on a server without the Gate's ServerOptions.
-func ConnContext(ctx context.Context) (context.Context, bool) {
-	if l, ok := ctx.Value(connKey{}).(*connLife); ok {
-		return l.ctx, true
-	}
-	return nil, false
 }

@@ -82,6 +82,7 @@ type mergedMessage struct {
 	header  []byte
 	body    [][]byte
 	size    int
+	owned   int         // bytes of the body made here (bitmaps, offsets)
 	buffers []ipcBuffer // where each Arrow buffer lies in the body
 }
 
@@ -163,11 +164,15 @@ func encodeMerged(batches []arrow.RecordBatch) *mergedMessage {
 		if nulls == 0 {
 			e.add()
 		} else {
-			e.add(mergeBitmaps(parts, rows, true))
+			bm := mergeBitmaps(parts, rows, true)
+			e.m.owned += len(bm)
+			e.add(bm)
 		}
 		switch f.Type.ID() {
 		case arrow.BOOL:
-			e.add(mergeBitmaps(parts, rows, false))
+			bm := mergeBitmaps(parts, rows, false)
+			e.m.owned += len(bm)
+			e.add(bm)
 		case arrow.STRING, arrow.BINARY:
 			offs := make([]int32, rows+1)
 			var data [][]byte
@@ -194,6 +199,7 @@ func encodeMerged(batches []arrow.RecordBatch) *mergedMessage {
 				pos += n
 			}
 			offs[rows] = base
+			e.m.owned += 4 * len(offs)
 			e.add(arrow.Int32Traits.CastToBytes(offs))
 			e.add(data...)
 		default:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -44,14 +45,19 @@ type Options struct {
 	// (0 = GOMAXPROCS): parallel streams share the CPU instead of each
 	// bringing its own workers, which bounds the server's memory.
 	ScanSlots int
-	// StreamBudget bounds the bytes of DoGet batches that all streams
-	// together have handed to gRPC and that their clients have not read
-	// yet (0 = DefaultStreamBudget, negative = no bound). A stream that
-	// would exceed it waits for budget, however long: it is never failed
-	// for it, but its request deadline or its client going away ends it.
-	// What each stream holds beside (its scan's decoded batches, the group
-	// being merged) is bounded per stream; see docs/reliability.md.
+	// StreamBudget bounds the memory all DoGet streams hold together
+	// (0 = DefaultStreamBudget, negative = no bound): the batches their
+	// scans have decoded, the groups being merged and what gRPC holds
+	// because a client has not read it yet. A stream's scan decodes only
+	// while the budget allows; a stream is never failed for the budget,
+	// it waits (see streammem.go and docs/reliability.md).
 	StreamBudget int64
+	// StallTimeout is how long a DoGet client may read nothing while
+	// other streams wait for the stream budget before its connection is
+	// closed (0 = DefaultStallTimeout, negative = never). Without budget
+	// pressure a stalled client is left alone (its request deadline
+	// still applies). Closing needs connections from Gate.Listener.
+	StallTimeout time.Duration
 	// AppendRetries bounds how often an append rebases after losing a
 	// commit race (0 = 64).
 	AppendRetries int
@@ -60,9 +66,8 @@ type Options struct {
 	Table *tableformat.Options
 }
 
-// DefaultStreamBudget is the default Options.StreamBudget: 1 GiB of
-// batches waiting in gRPC for slow or stalled clients, over all DoGet
-// streams.
+// DefaultStreamBudget is the default Options.StreamBudget: 1 GiB held by
+// all DoGet streams together.
 const DefaultStreamBudget = 1 << 30
 
 // DefaultOptions returns fresh options for root.
@@ -124,7 +129,11 @@ func New(opts *Options) (*Service, error) {
 	if o.StreamBudget == 0 {
 		o.StreamBudget = DefaultStreamBudget
 	}
-	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots), budget: newByteBudget(o.StreamBudget)}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots),
+		budget: newByteBudget(o.StreamBudget, o.StallTimeout, o.Logger.Named("stream-budget"))}
 	s.catalog = newCatalog(root, o.Table)
 	return s, nil
 }
@@ -162,6 +171,5 @@ func (s *Service) scanAlloc() memory.Allocator {
 // chosen; DoGet has needed less memory since).
 const RecommendedGCPercent = 50
 
-// streamBytesHeld is the bytes of DoGet batches handed to gRPC and not yet
-// written or released (for tests).
+// streamBytesHeld is the bytes on the DoGet streams' accounts (for tests).
 func (s *Service) streamBytesHeld() int64 { return s.budget.held.Load() }

@@ -57,6 +57,23 @@ type ScanOptions struct {
 	// between collections. Batches from the pool must not be used after
 	// their release (with the Go allocator that mistake goes unnoticed).
 	Alloc memory.Allocator
+	// Pacer, when not nil, paces the scan by memory: before a worker
+	// decodes each batch it asks Pacer.Ready, and when that is false it
+	// gives its decode slot back and waits in Pacer.Wait (whose error
+	// stops the scan). A server that bounds the memory of its streams
+	// passes one per stream.
+	Pacer ScanPacer
+}
+
+// ScanPacer paces a scan's decoding (ScanOptions.Pacer). Ready must be
+// cheap: it is asked once per decoded batch. Both are called from several
+// workers at once.
+type ScanPacer interface {
+	// Ready reports whether the scan may decode its next batch now.
+	Ready() bool
+	// Wait blocks until the scan may decode its next batch, or returns
+	// an error (ctx's, or the pacer's own) that stops the scan.
+	Wait(ctx context.Context) error
 }
 
 // Scan streams the rows of st that match opts (st nil means the handle's
@@ -222,6 +239,38 @@ func (r *scanRun) emit(rec arrow.RecordBatch, slot *decodeSlot) error {
 		return r.ctx.Err()
 	}
 	return slot.acquire(r.ctx)
+}
+
+// pace asks the scan's pacer whether the worker may decode its next batch
+// and, when it must wait, gives its decode slot to other scans meanwhile.
+func (r *scanRun) pace(slot *decodeSlot) error {
+	pc := r.plan.pacer
+	if pc == nil || pc.Ready() {
+		return nil
+	}
+	held := slot != nil && slot.held
+	slot.release()
+	if err := pc.Wait(r.ctx); err != nil {
+		return err
+	}
+	if held {
+		return slot.acquire(r.ctx)
+	}
+	return nil
+}
+
+// unwrapsTo reports whether a is a wrapper (an Unwrap method, as a
+// counting allocator has) around base.
+func unwrapsTo(a, base memory.Allocator) bool {
+	for {
+		u, ok := a.(interface{ Unwrap() memory.Allocator })
+		if !ok {
+			return false
+		}
+		if a = u.Unwrap(); a == base {
+			return true
+		}
+	}
 }
 
 // decodeSlot is one worker's claim on the shared decode semaphore

@@ -30,6 +30,8 @@ const (
 type scanPlan struct {
 	// slots is the shared decode semaphore of ScanOptions.Slots.
 	slots chan struct{}
+	// pacer is ScanOptions.Pacer.
+	pacer ScanPacer
 	// segments are the segments to read, in PlanScan order.
 	segments []SegmentMeta
 	// canonical is the Arrow schema of the whole logical schema (nil when
@@ -113,7 +115,7 @@ func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
 		return nil, invalidf("scan: no table state")
 	}
 	ix := s.Meta.Index
-	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc, slots: opts.Slots}
+	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc, slots: opts.Slots, pacer: opts.Pacer}
 	if p.batchRows < 0 {
 		return nil, invalidf("scan: batch_rows %d is negative", opts.BatchRows)
 	}

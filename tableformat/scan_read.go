@@ -123,7 +123,7 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 	// pool; otherwise plain Go memory (they are dropped, not released,
 	// when a file is done, so they must not count against opts.Alloc).
 	var pageAlloc memory.Allocator = memory.DefaultAllocator
-	if p.alloc == memory.Allocator(scanPool) {
+	if p.alloc == memory.Allocator(scanPool) || unwrapsTo(p.alloc, scanPool) {
 		pageAlloc = scanPool
 	}
 	props := parquet.NewReaderProperties(pageAlloc)
@@ -291,7 +291,13 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 	}
 	defer release()
 	var consumed int64
-	for (limit < 0 || consumed < limit) && rr.Next() {
+	for limit < 0 || consumed < limit {
+		if err := r.pace(slot); err != nil {
+			return err
+		}
+		if !rr.Next() {
+			break
+		}
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}

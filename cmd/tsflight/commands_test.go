@@ -34,6 +34,8 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"serve", "--root", root, "--max-result-rows", "-1"}, nil, "--max-result-rows must not be negative, got -1"},
 		{[]string{"serve", "--root", root, "--stream-budget", "lots"}, nil, `"lots" is not a size`},
 		{[]string{"serve", "--root", root, "--stream-budget", "-1"}, nil, "--stream-budget"},
+		{[]string{"serve", "--root", root, "--stream-stall-timeout", "0s"}, nil, "--stream-stall-timeout must be positive"},
+		{[]string{"serve", "--root", root, "--stream-stall-timeout", "soon"}, nil, "--stream-stall-timeout"},
 		{[]string{"serve", "--root", root, "--sql-memory-limit", "1MiB"}, nil, "--sql-memory-limit must be at least 16MiB (or 0 for the default), got 1MiB"},
 		{[]string{"serve", "--root", root, "--sql-prepared-bytes", "-1"}, nil, "--sql-prepared-bytes"},
 		{[]string{"serve", "--root", root, "extra"}, nil, `unexpected argument "extra"`},
@@ -60,7 +62,7 @@ func TestHelp(t *testing.T) {
 		stdout, _, code := runCLI(t, nil, args...)
 		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s",
 			"--max-calls N", "default 1000", "--max-streams-per-conn N", "default 100", "--request-timeout DURATION", "default 1h0m0s", "--max-result-rows N",
-			"--stream-budget SIZE", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE"} {
+			"--stream-budget SIZE", "--stream-stall-timeout DURATION", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
 			}

@@ -74,10 +74,12 @@ it, other queries needing more fail with RESOURCE_EXHAUSTED), and
 --sql-prepared-bytes what open prepared statements hold (default 256 MiB,
 a quarter per token). A query GetFlightInfo starts ahead of its DoGet
 counts against --max-calls and is stopped when nobody fetched it within
-15 s or its client's connection closes (a later DoGet runs it itself). A
-client that stops reading holds about two batches per stream in the
-server: sends wait for the client (HTTP/2 flow control); --stream-budget
-bounds what all streams together have handed to gRPC (default 1 GiB).
+15 s or its client's connection closes (a later DoGet runs it itself).
+--stream-budget bounds the memory all DoGet streams hold together, decoded
+batches and what gRPC holds for clients that have not read it (default
+1 GiB): scans decode only while it allows. A client that stops reading
+while other streams wait for the budget has its connection closed after
+--stream-stall-timeout (default 15s).
 
 Authentication and TLS (docs/security.md): --auth-tokens FILE holds one
 token per line (its SHA-256 hash, as tsflight token new writes it) with
@@ -125,6 +127,7 @@ type serveConfig struct {
 	sqlMemoryLimit  byteSize // 0: flightsql's default
 	sqlPrepared     byteSize // 0: flightsql's default
 	streamBudget    byteSize // 0: flightserver's default
+	stallTimeout    time.Duration
 	demo            bool
 	sec             securityFlags
 	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
@@ -152,7 +155,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Int64Var(&cfg.maxResultRows, "max-result-rows", 0, "rows one SQL query may return (`n`, 0 = no limit); a larger result ends with RESOURCE_EXHAUSTED")
 	fs.Var(&cfg.sqlMemoryLimit, "sql-memory-limit", "memory the SQL engine (DuckDB) may use for its buffers (`size`, 0 = a quarter of the machine's or the cgroup's memory); sorts, joins and aggregates spill to a temporary directory beyond it, other queries that need more fail with RESOURCE_EXHAUSTED")
 	fs.Var(&cfg.sqlPrepared, "sql-prepared-bytes", "bytes the open prepared statements may hold, texts and bound parameters (`size`, 0 = 256MiB); one token holds at most a quarter, its least recently used statements are closed to make room")
-	fs.Var(&cfg.streamBudget, "stream-budget", "bytes of scan batches all DoGet streams together may have handed to gRPC and their clients not yet read (`size`, 0 = 1GiB); a stream beyond it waits for clients to read, it is not failed")
+	fs.Var(&cfg.streamBudget, "stream-budget", "memory all DoGet streams together may hold: decoded batches and what gRPC holds for clients that have not read it (`size`, 0 = 1GiB); scans decode only while it allows, a stream is not failed for it")
+	fs.DurationVar(&cfg.stallTimeout, "stream-stall-timeout", flightserver.DefaultStallTimeout, "how long a DoGet client may read nothing while other streams wait for the stream budget before its connection is closed (`duration`, -1s = never)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
@@ -196,6 +200,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--sql-memory-limit must be at least 16MiB (or 0 for the default), got %s", cfg.sqlMemoryLimit.String())
 	case cfg.streamBudget < 0:
 		return nil, usagef("--stream-budget must not be negative")
+	case cfg.stallTimeout == 0:
+		return nil, usagef("--stream-stall-timeout must be positive, or negative for never, got 0")
 	case cfg.sqlPrepared < 0:
 		return nil, usagef("--sql-prepared-bytes must not be negative")
 	case cfg.shutdownTimeout < 0:
@@ -258,6 +264,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	opts := flightserver.DefaultOptions(cfg.root)
 	opts.Logger = log.Named("flight")
 	opts.StreamBudget = int64(cfg.streamBudget)
+	opts.StallTimeout = cfg.stallTimeout
 	svc, err := flightserver.New(opts)
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
@@ -286,7 +293,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("starting Flight SQL: %w", err)
 	}
 	defer closeSQL()
-	conns := &connTracker{Listener: lis, open: map[net.Conn]struct{}{}}
+	conns := &connTracker{Listener: gate.Listener(lis), open: map[net.Conn]struct{}{}}
 	inFlight := &calls{log: log.Named("rpc")}
 	if cfg.memoryLimit > 0 {
 		debug.SetMemoryLimit(int64(cfg.memoryLimit))
@@ -312,7 +319,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
 		"max_result_rows", cfg.maxResultRows, "sql_memory_limit", cfg.sqlMemoryLimit.String(),
-		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String()}, sec.describe()...)...)
+		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "stream_stall_timeout", cfg.stallTimeout}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
 	hup, stopHUP := notifyHUP()
 	defer stopHUP()
