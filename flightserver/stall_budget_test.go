@@ -366,3 +366,48 @@ func TestStreamBudgetManyReaders(t *testing.T) {
 		t.Errorf("peak %d above budget %d + %d (six batches)", peak, budget, slack)
 	}
 }
+
+// TestStallBudgetWaitEndsWithDeadline: a stream waiting for budget that
+// stalled streams hold (no eviction: the server was not given its
+// connections) ends at its deadline with DEADLINE_EXCEEDED, leaving
+// nothing on its account and no goroutine behind.
+func TestStallBudgetWaitEndsWithDeadline(t *testing.T) {
+	const budget = 2 << 20
+	ts := startServer(t, func(o *Options) {
+		o.BatchRows = 4096
+		o.StreamBudget = budget
+		o.MaxEndpoints = 1
+	})
+	stallTable(t, ts)
+	stop := stallStreams(t, ts, 8, 0)
+	held := ts.svc.streamBytesHeld()
+	if held < budget {
+		t.Fatalf("8 stalled streams hold %d bytes, under the budget of %d", held, budget)
+	}
+	goroutines := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(ctxT(t), 500*time.Millisecond)
+	defer cancel()
+	info := ts.info(ctxT(t), pathDesc("cpu"))
+	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for err == nil {
+			_, err = stream.Recv()
+		}
+	}
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a stream waiting for budget: %v, want DEADLINE_EXCEEDED", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (ts.svc.streamBytesHeld() != held || runtime.NumGoroutine() > goroutines) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h := ts.svc.streamBytesHeld(); h != held {
+		t.Errorf("after the waiting stream ended the accounts hold %d bytes, %d before it", h, held)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines {
+		t.Errorf("%d goroutines after the waiting stream ended, %d before it", g, goroutines)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("the stalled streams, read again to their end: %v", err)
+	}
+}
