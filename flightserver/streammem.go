@@ -16,7 +16,9 @@ package flightserver
 // with nobody waiting, scans decode freely. Otherwise:
 //
 //   - Turns: streams queue for budget, first come first (while anyone
-//     waits, a stream under way queues too, so nobody overtakes). A turn
+//     waits, a stream under way queues too, so nobody overtakes), except
+//     that streams whose clients have unread messages let those whose
+//     clients wait for data go first. A turn
 //     lasts until the stream hands its next message to gRPC, so the
 //     budget goes to streams finishing messages, not spread over many
 //     half-built ones; on its turn a stream decodes only while DoGet asks
@@ -33,7 +35,8 @@ package flightserver
 //   - While gRPC holds messages, their clients return budget as they
 //     read; a client that stopped reading does not, and streams wait.
 //   - Eviction: a stream whose messages gRPC has held, none written, for
-//     Options.StallTimeout while others wait for the budget has its
+//     Options.StallTimeout while a stream whose client waits for data
+//     waits for the budget has its
 //     connection closed (the only way to make gRPC let go of what it
 //     holds for a client that does not read). The budget then returns.
 //     And once the first in the queue has waited the stall timeout, the

@@ -22,12 +22,28 @@ func (b *byteBudget) signal() {
 
 // pokeHead wakes the first waiter; b.mu is held.
 func (b *byteBudget) pokeHead() {
-	if len(b.queue) > 0 {
+	if h := b.head(); h != nil {
 		select {
-		case b.queue[0].ch <- struct{}{}:
+		case h.ch <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// head is the waiter first in line (b.mu is held): the first whose client
+// has read everything it was sent, so waits for data; streams that gRPC
+// holds unread messages for let it pass (their clients are not reading,
+// their next message can wait). With none such, the first in the queue.
+func (b *byteBudget) head() *budgetWaiter {
+	for _, w := range b.queue {
+		if w.s.nothingInFlight() {
+			return w
+		}
+	}
+	if len(b.queue) > 0 {
+		return b.queue[0]
+	}
+	return nil
 }
 
 // endTurn ends s's turn, if it has one; b.mu is held.
@@ -60,9 +76,7 @@ func (b *byteBudget) dequeue(w *budgetWaiter) {
 		if q == w {
 			w.in = false
 			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			if i == 0 {
-				b.pokeHead()
-			}
+			b.pokeHead()
 			return
 		}
 	}
@@ -196,7 +210,7 @@ func (s *streamMem) Wait(ctx context.Context) error {
 		if !w.in {
 			b.enqueue(w) // its turn ended before it decoded: to the back
 		}
-		head := b.queue[0] == w
+		head := b.head() == w
 		var evict []*streamMem
 		if head {
 			need := max(b.estimate.Load(), 1)
@@ -225,7 +239,12 @@ func (s *streamMem) Wait(ctx context.Context) error {
 				b.mu.Unlock()
 				continue
 			}
-			evict = b.victims(stalled, now.Sub(w.since), b.held.Load()-closing+need)
+			// Only a stream whose client waits for data closes others'
+			// connections: a stalled one waiting for room to build a
+			// message its client would not read gains nothing by it.
+			if s.nothingInFlight() {
+				evict = b.victims(stalled, now.Sub(w.since), b.held.Load()-closing+need)
+			}
 		}
 		b.mu.Unlock()
 		for _, o := range evict {
@@ -292,4 +311,11 @@ func (b *byteBudget) census() string {
 	}
 	return fmt.Sprintf("in flight %d streams %d B; queued %d streams %d B; ended %d streams %d B; others %d streams %d B; turns %d reserved %d B estimate %d B",
 		nIn, inFlight, nQ, queued, nE, ended, nO, other, len(b.turns), b.reserved, b.estimate.Load())
+}
+
+// nothingInFlight reports whether gRPC holds no message of the stream.
+func (s *streamMem) nothingInFlight() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight == 0
 }

@@ -22,7 +22,10 @@
 # gets a server of its own on a fresh root, started and stopped here (one
 # more check: the server stops cleanly); without, it runs on SERVER_URL
 # under names of its own that it removes at the end, and TSFLIGHT_ROOT must
-# name that server's root.
+# name that server's root. With TSFLIGHT_BIN, test_stall.py runs last:
+# stalled DoGet streams against the stream budget, on servers it starts
+# itself from that binary (--demo, a 64 MiB budget, a 2 s stall timeout);
+# without TSFLIGHT_BIN it is skipped (a line says so; no check counted).
 #
 # Prints each script's output, a line per failed check and finally
 # "N passed, N failed"; exits 1 if any check failed, 2 on bad usage.
@@ -235,6 +238,17 @@ damaged_listing() {
   rm -rf "$dir"
 }
 damaged_listing
+
+# Stalled DoGet streams and the stream budget (pyarrow.flight): the
+# server's RSS bounded, a fresh client served, the stalled clients closed
+# with UNAVAILABLE, none closed without budget pressure. It starts (and
+# stops, checking for exit code 0) servers of its own, so it needs
+# TSFLIGHT_BIN; SERVER_URL is not used.
+if [ -n "${TSFLIGHT_BIN:-}" ]; then
+  check test_stall.py -- '5 passed'
+else
+  echo "== test_stall.py skipped: it starts servers of its own from TSFLIGHT_BIN (a tsflight binary), which is not set"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
