@@ -258,27 +258,13 @@ func (s *streamMem) sent() {
 	held := s.held
 	s.mu.Unlock()
 	b := s.b
-	for {
-		e := b.estimate.Load()
-		next := held
-		if e > 0 {
-			next = (7*e + held) / 8
-		}
-		if b.estimate.CompareAndSwap(e, next) {
-			break
-		}
-	}
-	if b.waiters.Load() == 0 {
-		b.mu.Lock()
-		_, on := b.turns[s]
-		b.mu.Unlock()
-		if !on {
-			return
-		}
-	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.estimate.Load(); e > 0 {
+		held = (7*e + held) / 8
+	}
+	b.estimate.Store(held)
 	b.endTurn(s)
-	b.mu.Unlock()
 }
 
 // written records that gRPC wrote (or dropped) one of the stream's

@@ -85,9 +85,9 @@ func (b *byteBudget) dequeue(w *budgetWaiter) {
 // stalledStream is a stream whose client is not reading, as the first
 // waiter sees it.
 type stalledStream struct {
-	s    *streamMem
-	for_ time.Duration // how long gRPC has held its messages, none written
-	held int64
+	s     *streamMem
+	quiet time.Duration // how long gRPC has held its messages, none written
+	held  int64
 }
 
 // victims picks the connections to close for the first waiter, which has
@@ -102,11 +102,11 @@ func (b *byteBudget) victims(stalled []stalledStream, waited time.Duration, want
 	if b.stall <= 0 {
 		return nil
 	}
-	slices.SortFunc(stalled, func(x, y stalledStream) int { return cmp.Compare(y.for_, x.for_) })
+	slices.SortFunc(stalled, func(x, y stalledStream) int { return cmp.Compare(y.quiet, x.quiet) })
 	var out []*streamMem
 	room := b.limit - b.reserved
 	for _, st := range stalled {
-		if st.for_ < b.stall && (waited < b.stall || want <= room) {
+		if st.quiet < b.stall && (waited < b.stall || want <= room) {
 			break
 		}
 		out = append(out, st.s)
