@@ -18,6 +18,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/status"
 
@@ -451,7 +452,9 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 	defer timer.Stop()
 	select {
 	case <-stopped:
-		if err := <-r.served; err != nil {
+		// A stop that came before Serve began makes Serve return
+		// ErrServerStopped: that is the stop asked for, not a failure.
+		if err := <-r.served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("serving stopped: %w", err)
 		}
 		r.log.Info("stopped")
