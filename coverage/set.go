@@ -226,6 +226,35 @@ func (s *Set) Union(o *Set) error {
 	return nil
 }
 
+// Extended returns a new Set holding every pair of s and of o, without
+// changing either, and copies only what o touches: the bitmaps of
+// identities o does not hold are shared with s. It is for sets used as
+// immutable values (a table's coverage at one version, extended by the
+// segments of the next): neither s nor the result may be mutated
+// afterwards, and o must not be mutated while the result is in use. The
+// cost is the number of identities plus the size of o's bitmaps and of
+// the bitmaps of s they meet, not the size of s.
+func (s *Set) Extended(o *Set) (*Set, error) {
+	if s.entity != o.entity {
+		return nil, ErrSetKind
+	}
+	if !s.entity {
+		return &Set{global: roaring64.Or(s.global, o.global)}, nil
+	}
+	out := &Set{entity: true, byKey: make(map[string]*entry, len(s.byKey)+len(o.byKey))}
+	for k, e := range s.byKey {
+		out.byKey[k] = e
+	}
+	for k, oe := range o.byKey {
+		if e, ok := s.byKey[k]; ok {
+			out.byKey[k] = &entry{ident: e.ident, bm: roaring64.Or(e.bm, oe.bm)}
+		} else {
+			out.byKey[k] = oe
+		}
+	}
+	return out, nil
+}
+
 // Union returns a new Set holding every pair of the given sets, which must
 // all be global or all entity. With no arguments it returns an empty global
 // set.

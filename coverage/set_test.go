@@ -236,3 +236,46 @@ func BenchmarkAddExistingIdentity(b *testing.B) {
 		}
 	}
 }
+
+func TestExtendedLeavesBothInputs(t *testing.T) {
+	a, b, c := ident("A"), ident("B"), ident("C")
+	left := NewEntity()
+	mustAdd(t, left, a, 1, 2)
+	mustAdd(t, left, b, 1)
+	right := NewEntity()
+	mustAdd(t, right, a, 2, 3)
+	mustAdd(t, right, c, 4)
+	leftBefore, rightBefore := left.Clone(), right.Clone()
+	ext, err := left.Extended(right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Union(leftBefore, rightBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ext.Equal(want) {
+		t.Errorf("Extended holds %d identities / %d pairs, the union %d / %d", ext.Len(), ext.Cardinality(), want.Len(), want.Cardinality())
+	}
+	if !left.Equal(leftBefore) || !right.Equal(rightBefore) {
+		t.Error("Extended modified an input")
+	}
+	// An identity both hold gets a bitmap of its own; one only the left
+	// holds is shared (the point: no copy of what the right leaves alone).
+	if ext.Bitmap(a) == left.Bitmap(a) || ext.Bitmap(a) == right.Bitmap(a) {
+		t.Error("an identity in both inputs shares a bitmap with one of them")
+	}
+	if ext.Bitmap(b) != left.Bitmap(b) {
+		t.Error("an identity only the left holds was copied")
+	}
+	g1, g2 := NewGlobal(), NewGlobal()
+	mustAdd(t, g1, nil, 1)
+	mustAdd(t, g2, nil, 7)
+	g, err := g1.Extended(g2)
+	if err != nil || g.Cardinality() != 2 || g1.Cardinality() != 1 || g2.Cardinality() != 1 {
+		t.Errorf("global Extended: %v, %d pairs (inputs %d, %d)", err, g.Cardinality(), g1.Cardinality(), g2.Cardinality())
+	}
+	if _, err := g1.Extended(left); !errors.Is(err, ErrSetKind) {
+		t.Errorf("mixed Extended: %v", err)
+	}
+}

@@ -87,8 +87,9 @@ func TestCheckAction(t *testing.T) {
 		}
 	}
 
-	// Damage cpu: CURRENT garbage (the table does not open) and its table
-	// coverage snapshot gone; mem: a malformed commit below CURRENT.
+	// Damage cpu: CURRENT garbage (the table does not open) and the file
+	// its table coverage pointer names (the segment-union marker) gone;
+	// mem: a malformed commit below CURRENT.
 	cpu, mem := filepath.Join(ts.root, "cpu"), filepath.Join(ts.root, "mem")
 	cov := tableCoveragePath(t, cpu)
 	if err := os.Remove(filepath.Join(cpu, filepath.FromSlash(cov))); err != nil {
@@ -140,15 +141,15 @@ func TestCheckAction(t *testing.T) {
 	_, err = ts.check(ctx, map[string]any{"tables": []string{"cpu", "cpu"}})
 	wantCode(t, "a table twice", err, codes.InvalidArgument, "twice")
 
-	// Repair: cpu is fixed (CURRENT republished, the snapshot rebuilt as
-	// version 4); mem's commit is left alone.
+	// Repair: cpu is fixed (CURRENT republished, the marker written again,
+	// which needs no commit); mem's commit is left alone.
 	memCommit, _ := os.ReadFile(filepath.Join(mem, filepath.FromSlash(c2)))
 	res = ts.mustCheck(ctx, map[string]any{"repair": true})
 	if res.OK || !res.Repair || len(res.Tables) != 2 {
 		t.Fatalf("repair: %+v", res)
 	}
 	ct = res.Tables[0]
-	if !ct.OK || ct.Version != 4 || ct.Current != 4 || len(ct.Findings) != 2 {
+	if !ct.OK || ct.Version != 3 || ct.Current != 3 || len(ct.Findings) != 2 {
 		t.Fatalf("repaired cpu: %+v", ct)
 	}
 	for _, f := range ct.Findings {
@@ -166,10 +167,10 @@ func TestCheckAction(t *testing.T) {
 		t.Fatalf("cpu after repair: %+v", res)
 	}
 	// The catalog's handle sees the repaired table and appends to it.
-	if d := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"}); d["version"] != float64(4) || d["rows"] != float64(120) {
+	if d := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"}); d["version"] != float64(3) || d["rows"] != float64(120) {
 		t.Fatalf("describe cpu after repair: %v", d)
 	}
-	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0.Add(2*time.Hour), 5, 3), 40, 5)
+	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0.Add(2*time.Hour), 5, 3), 40, 4)
 	if res := ts.mustCheck(ctx, map[string]any{"table": "cpu"}); !res.OK || res.Tables[0].Rows != 135 {
 		t.Fatalf("cpu after the append: %+v", res)
 	}

@@ -37,6 +37,16 @@ type AppendOptions struct {
 	// Retries wait a short random backoff that grows with each loss, so
 	// that writers racing in step spread out.
 	MaxRetries int
+	// TableSnapshot makes the append write a full table coverage snapshot
+	// (the union of every live segment's coverage) and point its commit at
+	// it, byte for byte what the 0.9.0 package's append writes. By default
+	// (false) the commit points at the segment-union marker instead and no
+	// snapshot is written, because a snapshot's size, written again by
+	// every append, grows with everything the table covers; the 0.9.0
+	// package then rebuilds the union from the sidecars, and says so in
+	// its log (see coverage_union.go). Set it only for a table that the
+	// 0.9.0 package reads far more often than tsflight appends to it.
+	TableSnapshot bool
 	// Alloc allocates the Arrow buffers of normalized batches and the
 	// Parquet writer's buffers. nil means the package's recycling pool
 	// (ScanAllocator): an append frees a few batches' worth of encoding
@@ -129,21 +139,37 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 			}
 			actions = append(actions, UpdateTableMeta{Meta: *m})
 		}
-		pointer, err := a.writeTableCoverage(ctx, st)
+		cov, err := a.checkOverlap(ctx, st)
 		if err != nil {
 			return nil, err
 		}
-		actions = append(actions, AddSegment{Segment: seg}, UpdateTableCoverage{Coverage: pointer})
+		actions = append(actions, AddSegment{Segment: seg})
+		if opts.TableSnapshot {
+			pointer, err := a.writeTableSnapshot(st, cov)
+			if err != nil {
+				return nil, err
+			}
+			actions = append(actions, UpdateTableCoverage{Coverage: pointer})
+		} else if err := t.union.ensure(t); err != nil {
+			// The segment-union marker must exist before a commit names
+			// it (checked once per handle; a missing one is written again).
+			return nil, err
+		} else if !st.coverageIsUnion() {
+			// The first tsflight append after a full snapshot (or none):
+			// point the table at the marker.
+			actions = append(actions, UpdateTableCoverage{Coverage: unionPointer(st.Index().Kind)})
+		}
 		if h := testHookBeforeCommit; h != nil && retry == 0 {
 			h()
 		}
 		if err := a.checkFiles(); err != nil {
 			return nil, err
 		}
-		v, err := t.commitAt(ctx, st, actions)
+		next, err := t.commitState(ctx, st.Version, actions)
 		if err == nil {
 			a.committed = true
-			return &AppendResult{Version: v, Segment: seg, Retries: retry}, nil
+			t.covCache.put(next, cov)
+			return &AppendResult{Version: next.Version, Segment: seg, Retries: retry}, nil
 		}
 		if errors.Is(err, ErrAmbiguousOutcome) {
 			a.committed = true // keep every file: the commit may exist
@@ -159,7 +185,7 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 			return nil, err
 		}
 		// Another writer won this version: rebase on its commit.
-		a.dropTableCoverage()
+		a.dropTableSnapshot()
 		if st, err = t.Refresh(ctx); err != nil {
 			return nil, err
 		}
@@ -208,11 +234,6 @@ func addFeature(list []string, f string) []string {
 // the end (our segment then reads null for them, which is allowed).
 func schemaExtends(now, base *Schema) bool {
 	return len(now.Columns) >= len(base.Columns) && slices.EqualFunc(base.Columns, now.Columns[:len(base.Columns)], Field.Equal)
-}
-
-// commitAt commits actions on top of st, which must be the handle's state.
-func (t *Table) commitAt(ctx context.Context, st *State, actions []Action) (uint64, error) {
-	return t.Commit(ctx, st.Version, actions)
 }
 
 // testHookBeforeCommit, when set by a test, runs once per append just

@@ -74,6 +74,9 @@ type appendEnv struct {
 	mem *memory.CheckedAllocator
 	dir string
 	tb  *Table
+	// snapshots makes appends write full table coverage snapshots
+	// (AppendOptions.TableSnapshot) instead of the segment-union marker.
+	snapshots bool
 }
 
 func newAppendEnv(t *testing.T, spec IndexSpec) *appendEnv {
@@ -90,6 +93,7 @@ func newAppendEnv(t *testing.T, spec IndexSpec) *appendEnv {
 func (e *appendEnv) opts() *AppendOptions {
 	o := DefaultAppendOptions()
 	o.Alloc = e.mem
+	o.TableSnapshot = e.snapshots
 	return o
 }
 
@@ -137,8 +141,16 @@ func TestAppendAdoptsSchemaInTheSameCommit(t *testing.T) {
 		t.Fatalf("commit 2 actions: %v", names)
 	}
 	st := e.tb.State()
-	if st.Schema() == nil || len(st.Schema().Columns) != 3 || st.Coverage == nil || !strings.HasPrefix(st.Coverage.Path, "_coverage/table/2-tblcov-") {
+	if st.Schema() == nil || len(st.Schema().Columns) != 3 || st.Coverage == nil || st.Coverage.Path != unionCoveragePath || st.CoverageVersion != 2 {
 		t.Fatalf("state after first append: %+v", st)
+	}
+	// The next append commits its segment alone: the pointer already names
+	// the segment-union marker.
+	if _, err := e.append(row{100, "h1", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := e.tb.log.readCommit(3); err != nil || len(c.Actions) != 1 || c.Actions[0].ActionName() != "AddSegment" {
+		t.Fatalf("commit 3: %+v %v, want a lone AddSegment", c, err)
 	}
 	if !strings.HasPrefix(res.Segment.Path, "data/_managed/append/") || !strings.HasPrefix(res.Segment.CoveragePath, "_coverage/segments/segcov-") {
 		t.Fatalf("paths %s %s", res.Segment.Path, res.Segment.CoveragePath)
@@ -438,7 +450,7 @@ func TestConcurrentAppendRebases(t *testing.T) {
 		t.Fatalf("rebased append: %+v %v, want version 4 after one retry", res, err)
 	}
 	st := e.tb.State()
-	if len(st.Segments) != 3 || !strings.HasPrefix(st.Coverage.Path, "_coverage/table/4-") {
+	if len(st.Segments) != 3 || st.Coverage.Path != unionCoveragePath {
 		t.Fatalf("state: %d segments, coverage %s", len(st.Segments), st.Coverage.Path)
 	}
 	// Real overlap with what the other writer committed: fails.

@@ -284,29 +284,33 @@ func (a *appendAttempt) writeSidecar(dir, prefix string, name string, data []byt
 	return p, nil
 }
 
-// writeTableCoverage loads the table coverage of st, refuses an overlap
-// with the new segment, and writes the union as the snapshot of the next
-// version.
-func (a *appendAttempt) writeTableCoverage(ctx context.Context, st *State) (CoveragePointer, error) {
+// checkOverlap loads the table coverage of st, refuses an overlap with the
+// new segment, and returns the table coverage with the segment added: the
+// coverage of the version the append commits.
+func (a *appendAttempt) checkOverlap(ctx context.Context, st *State) (*segmentCoverage, error) {
 	table, err := a.t.loadCoverage(ctx, st)
 	if err != nil {
-		return CoveragePointer{}, err
+		return nil, err
 	}
 	if n, example := table.overlap(a.segCov); n > 0 {
-		return CoveragePointer{}, &OverlapError{Count: n, Example: example, Version: st.Version}
+		return nil, &OverlapError{Count: n, Example: example, Version: st.Version}
 	}
-	union := table.union(a.segCov)
-	name, data := union.encodeTable(a.attempt)
+	return table.extended(a.segCov)
+}
+
+// writeTableSnapshot writes cov, the table coverage of the version the
+// append commits, as that version's table coverage snapshot.
+func (a *appendAttempt) writeTableSnapshot(st *State, cov *segmentCoverage) (CoveragePointer, error) {
+	name, data := cov.encodeTable(a.attempt)
 	p, err := a.writeSidecar(tableCoverageDir, fmt.Sprintf("%d-", st.Version+1), name, data)
 	if err != nil {
 		return CoveragePointer{}, err
 	}
 	a.tblCovPath = p
-	a.t.rememberCoverage(p, union)
 	return CoveragePointer{IndexKind: st.Index().Kind, Path: p}, nil
 }
 
-func (a *appendAttempt) dropTableCoverage() {
+func (a *appendAttempt) dropTableSnapshot() {
 	if a.tblCovPath != "" {
 		a.t.log.removeQuietly(a.tblCovPath)
 		a.tblCovPath = ""

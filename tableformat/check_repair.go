@@ -9,6 +9,8 @@ import (
 	"path"
 
 	"github.com/google/uuid"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // checkRepair is what a repair did.
@@ -43,7 +45,15 @@ func (r *checkRun) repair(ctx context.Context) map[string]checkRepair {
 			r.opts.logger().Info("check: republished CURRENT", "version", r.st.Version)
 		}
 	}
-	if table != nil {
+	if table != nil && table.Path == unionCoveragePath {
+		key := table.Code + "\x00" + table.Path
+		if err := r.restoreUnionMarker(); err != nil {
+			done[key] = checkRepair{what: "could not write the segment-union marker: " + err.Error()}
+		} else {
+			done[key] = checkRepair{what: "wrote the segment-union marker " + unionCoveragePath, ok: true}
+			r.opts.logger().Info("check: wrote the segment-union marker", "path", unionCoveragePath)
+		}
+	} else if table != nil {
 		key := table.Code + "\x00" + table.Path
 		if what, err := r.rebuildTableCoverage(ctx); err != nil {
 			done[key] = checkRepair{what: "could not rebuild the table coverage snapshot: " + err.Error()}
@@ -116,4 +126,20 @@ func (r *checkRun) rebuildTableCoverage(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// restoreUnionMarker replaces a missing or damaged segment-union marker.
+// The damaged file is removed first (never renamed over: the marker is
+// created by a hard link, like a commit); in between, readers find no
+// marker, which they handle as they handle the marker itself.
+func (r *checkRun) restoreUnionMarker() error {
+	tb := newTable(r.fsys, r.opts)
+	if err := tb.union.check(tb); err == nil {
+		return nil
+	} else if !storage.IsNotExist(err) {
+		if rerr := r.fsys.Remove(unionCoveragePath); rerr != nil && !storage.IsNotExist(rerr) {
+			return storageErr("remove "+unionCoveragePath, rerr)
+		}
+	}
+	return tb.union.ensure(tb)
 }

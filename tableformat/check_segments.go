@@ -5,6 +5,7 @@
 package tableformat
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -381,6 +382,10 @@ func (r *checkRun) checkTableCoverage() {
 			Repairable: repairable})
 		return
 	}
+	if st.coverageIsUnion() {
+		r.checkUnionMarker()
+		return
+	}
 	set, err := readCheckCoverage(r.fsys, ptr.Path, len(st.Index().EntityColumns) > 0)
 	if err != nil {
 		code, what := CheckTableCoverageCorrupt, "cannot be decoded: "+problemOf(err)
@@ -402,6 +407,33 @@ func (r *checkRun) checkTableCoverage() {
 			Problem:    "the table coverage snapshot is not the union of the live segments' sidecars (" + describeSetDiff(st.Index(), set, union) + "); appends check overlap and coverage queries answer from it",
 			Action:     how,
 			Repairable: repairable})
+	}
+}
+
+// checkUnionMarker checks the segment-union marker the coverage pointer
+// names (coverage_union.go): its coverage is the sidecars' union by
+// definition, so only its bytes are judged. Missing, it is harmless (the
+// 0.9.0 package rebuilds the union, as it does from the marker, and the next
+// tsflight append writes it again); holding other bytes, another reader
+// might decode them as the table's coverage.
+func (r *checkRun) checkUnionMarker() {
+	st := r.st
+	data, err := r.fsys.ReadFile(unionCoveragePath)
+	switch {
+	case storage.IsNotExist(err):
+		r.add(CheckFinding{Severity: CheckWarning, Code: CheckTableCoverageMissing, Path: unionCoveragePath, Version: st.CoverageVersion,
+			Problem:    fmt.Sprintf("commit %d points the table coverage at the segment-union marker, which is missing; readers build the union from the sidecars either way", st.CoverageVersion),
+			Action:     "tsflight check --repair writes it again (so does the next append)",
+			Repairable: r.logIntact})
+	case err != nil:
+		r.add(CheckFinding{Severity: CheckError, Code: CheckTableCoverageCorrupt, Path: unionCoveragePath, Version: st.CoverageVersion,
+			Problem: "the segment-union marker cannot be read: " + problemOf(err),
+			Action:  "check the file system; then run tsflight check again"})
+	case !bytes.Equal(data, unionCoverageBytes):
+		r.add(CheckFinding{Severity: CheckError, Code: CheckTableCoverageCorrupt, Path: unionCoveragePath, Version: st.CoverageVersion,
+			Problem:    fmt.Sprintf("the segment-union marker holds %d bytes that are not the marker's; another reader could take them for the table's coverage, and tsflight appends refuse to run", len(data)),
+			Action:     "tsflight check --repair writes the marker again",
+			Repairable: r.logIntact})
 	}
 }
 

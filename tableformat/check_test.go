@@ -6,6 +6,7 @@
 package tableformat
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ type checkEnv struct {
 func newCheckEnv(t *testing.T) *checkEnv {
 	t.Helper()
 	e := newAppendEnv(t, tsIndex())
+	e.snapshots = true // the snapshot cases need one; TestCheckUnionMarker checks the marker
 	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -552,5 +554,73 @@ func TestCheckReferenceTables(t *testing.T) {
 				t.Errorf("%s: check changed %s", dir, d)
 			}
 		}
+	}
+}
+
+// TestCheckUnionMarker: on a table whose coverage pointer is the
+// segment-union marker, a healthy marker raises nothing; a missing one is a
+// repairable warning (readers do not need it); one holding other bytes (a
+// coverage encoding another reader would believe) is a repairable error,
+// and appends refuse to run over it until check --repair rewrites it.
+func TestCheckUnionMarker(t *testing.T) {
+	e := &checkEnv{appendEnv: newAppendEnv(t, tsIndex())}
+	if _, err := e.append(row{0, "h1", 1}, row{0, "h2", 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.append(row{10, "h1", 3}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.tb.State(); !st.coverageIsUnion() || st.CoverageVersion != 2 {
+		t.Fatalf("pointer %v at version %d, want the marker from version 2", st.Coverage, st.CoverageVersion)
+	}
+	if rep := e.check(false); len(rep.Findings) != 0 {
+		t.Fatalf("healthy: %+v", rep.Findings)
+	}
+
+	e.remove(unionCoveragePath)
+	rep := e.check(false)
+	if got := findingList(rep); len(got) != 1 || got[0] != CheckTableCoverageMissing+" "+unionCoveragePath ||
+		rep.Findings[0].Severity != CheckWarning || !rep.Findings[0].Repairable {
+		t.Fatalf("missing marker: %+v", rep.Findings)
+	}
+	if rep := e.check(true); len(rep.Findings) != 1 || !rep.Findings[0].Repaired || rep.Version != 3 {
+		t.Fatalf("repair of a missing marker: %+v", rep)
+	}
+	if !bytes.Equal(e.read(unionCoveragePath), unionCoverageBytes) {
+		t.Fatal("repair did not write the marker's bytes")
+	}
+
+	// Bytes that decode as coverage (the segment sidecar's).
+	e.remove(unionCoveragePath)
+	e.write(unionCoveragePath, e.read(e.tb.State().Segments[0].CoveragePath))
+	rep = e.check(false)
+	if got := findingList(rep); len(got) != 1 || got[0] != CheckTableCoverageCorrupt+" "+unionCoveragePath ||
+		rep.Findings[0].Severity != CheckError || !rep.Findings[0].Repairable || rep.OK() {
+		t.Fatalf("damaged marker: %+v", rep.Findings)
+	}
+	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tb = fresh
+	if _, err := e.append(row{20, "h1", 4}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), unionCoveragePath) {
+		t.Fatalf("append over a damaged marker: %v, want ErrCorrupt naming it", err)
+	}
+	if rep := e.check(true); len(rep.Findings) != 1 || !rep.Findings[0].Repaired {
+		t.Fatalf("repair of a damaged marker: %+v", rep.Findings)
+	}
+	if again := e.check(false); len(again.Findings) != 0 {
+		t.Fatalf("after repair: %+v", again.Findings)
+	}
+	fresh, err = Open(e.ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tb = fresh
+	if _, err := e.append(row{20, "h1", 4}); err != nil {
+		t.Fatalf("append after repair: %v", err)
+	}
+	if _, err := e.append(row{0, "h2", 5}); !errors.Is(err, ErrOverlap) {
+		t.Fatalf("overlap after repair: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -237,76 +238,131 @@ func (c *segmentCoverage) overlap(o *segmentCoverage) (uint64, string) {
 	return ov.Count, c.describe(ov.Identity, ov.ID)
 }
 
-func (c *segmentCoverage) union(o *segmentCoverage) *segmentCoverage {
-	u := &segmentCoverage{spec: c.spec, domain: c.domain, set: c.set.Clone()}
-	if err := u.set.Union(o.set); err != nil {
-		panic(fmt.Sprintf("union of same-kind coverage sets failed: %v", err)) // unreachable
+// extended returns c ∪ o as a new value sharing what o does not touch
+// (coverage.Set.Extended): c and o must not change afterwards.
+func (c *segmentCoverage) extended(o *segmentCoverage) (*segmentCoverage, error) {
+	set, err := c.set.Extended(o.set)
+	if err != nil {
+		return nil, err
 	}
-	return u
+	return &segmentCoverage{spec: c.spec, domain: c.domain, set: set}, nil
 }
 
-// coverageCache keeps the decoded table coverage of recent snapshots: the
-// append path and coverage queries read the same snapshot again and again.
+// coverageCache keeps the decoded table coverage of recent versions, with
+// the state it belongs to: appends and coverage queries read the coverage
+// of the same few versions again and again, and the coverage of a version
+// is the coverage of an older one extended by the sidecars of the segments
+// added since. Entries are immutable (see coverage.Set.Extended).
 type coverageCache struct {
 	mu      sync.Mutex
-	entries map[string]*segmentCoverage
-	order   []string
+	entries []cachedCoverage // oldest first
 }
 
-const coverageCacheSize = 4
-
-func (cc *coverageCache) get(p string) *segmentCoverage {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	return cc.entries[p]
+type cachedCoverage struct {
+	st  *State
+	cov *segmentCoverage
 }
 
-func (cc *coverageCache) put(p string, c *segmentCoverage) {
+const coverageCacheSize = 8
+
+func (cc *coverageCache) get(v uint64) *segmentCoverage {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if cc.entries == nil {
-		cc.entries = map[string]*segmentCoverage{}
-	}
-	if _, ok := cc.entries[p]; !ok {
-		cc.order = append(cc.order, p)
-		if len(cc.order) > coverageCacheSize {
-			delete(cc.entries, cc.order[0])
-			cc.order = cc.order[1:]
+	for _, e := range cc.entries {
+		if e.st.Version == v {
+			return e.cov
 		}
 	}
-	cc.entries[p] = c
+	return nil
 }
 
-func (t *Table) rememberCoverage(p string, c *segmentCoverage) { t.covCache.put(p, c) }
+// below returns the newest entry older than v.
+func (cc *coverageCache) below(v uint64) (cachedCoverage, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	var best cachedCoverage
+	for _, e := range cc.entries {
+		if e.st.Version < v && (best.st == nil || e.st.Version > best.st.Version) {
+			best = e
+		}
+	}
+	return best, best.st != nil
+}
 
-// loadCoverage returns the table coverage of st. When the snapshot file is
-// missing or unreadable it is rebuilt from the segments' sidecars, and the
-// rebuild is logged; the next append writes a fresh snapshot. Any segment
+// put remembers the coverage of st; when full, the oldest version goes.
+func (cc *coverageCache) put(st *State, c *segmentCoverage) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for i, e := range cc.entries {
+		if e.st.Version == st.Version {
+			cc.entries[i] = cachedCoverage{st, c}
+			return
+		}
+	}
+	if len(cc.entries) >= coverageCacheSize {
+		oldest := 0
+		for i, e := range cc.entries {
+			if e.st.Version < cc.entries[oldest].st.Version {
+				oldest = i
+			}
+		}
+		cc.entries = slices.Delete(cc.entries, oldest, oldest+1)
+	}
+	cc.entries = append(cc.entries, cachedCoverage{st, c})
+}
+
+func (cc *coverageCache) clear() {
+	cc.mu.Lock()
+	cc.entries = nil
+	cc.mu.Unlock()
+}
+
+// loadCoverage returns the table coverage of st: the union of its live
+// segments' coverage sidecars.
+//
+// Where a commit points at a full table snapshot (the 0.9.0 package's
+// appends and tsflight's before it write one per append), the snapshot is
+// that union, as the format defines it: commits that only rewrite segments
+// (compaction, the reference's optimize) keep coverage and the pointer. A
+// snapshot file that is missing or unreadable is rebuilt from the sidecars
+// and the rebuild is logged.
+//
+// Where it points at the segment-union marker (what tsflight's appends
+// write now, see unionCoveragePath), the union is built here: from the
+// newest cached older version, extended by the sidecars of the segments
+// added since, or from every sidecar when none is cached. Any segment
 // sidecar that cannot be read is corruption.
 func (t *Table) loadCoverage(ctx context.Context, st *State) (*segmentCoverage, error) {
+	if c := t.covCache.get(st.Version); c != nil {
+		return c, nil
+	}
 	entity := len(st.Index().EntityColumns) > 0
-	if st.Coverage != nil {
-		if c := t.covCache.get(st.Coverage.Path); c != nil {
-			return c, nil
-		}
+	switch {
+	case st.Coverage != nil && !st.coverageIsUnion():
 		c, err := t.readCoverageFile(st, st.Coverage.Path, entity)
 		if err == nil {
-			t.covCache.put(st.Coverage.Path, c)
+			t.covCache.put(st, c)
 			return c, nil
 		}
 		if errors.Is(err, ErrStorage) && !storage.IsNotExist(err) {
 			return nil, err
 		}
 		t.opts.logger().Warn("table coverage snapshot unreadable; rebuilding it from segment sidecars", "path", st.Coverage.Path, "version", st.Version, "error", err)
-	} else if len(st.Segments) > 0 {
+	case st.Coverage == nil && len(st.Segments) > 0:
 		t.opts.logger().Warn("table has segments but no coverage snapshot; rebuilding it from segment sidecars", "version", st.Version)
 	}
-	out := newSegmentCoverage(st.Index(), entity)
+	base, haveBase := t.covCache.below(st.Version)
+	added := newSegmentCoverage(st.Index(), entity)
 	for i := range st.Segments {
+		seg := &st.Segments[i]
+		if haveBase {
+			if _, old := base.st.byPath[seg.Path]; old {
+				continue
+			}
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		seg := &st.Segments[i]
 		if seg.CoveragePath == "" {
 			return nil, corruptf("", st.Version, nil, "segment %s has no coverage sidecar to rebuild the table coverage from", seg.Path)
 		}
@@ -314,13 +370,18 @@ func (t *Table) loadCoverage(ctx context.Context, st *State) (*segmentCoverage, 
 		if err != nil {
 			return nil, err
 		}
-		if err := out.set.Union(c.set); err != nil {
+		if err := added.set.Union(c.set); err != nil {
 			return nil, corruptf(seg.CoveragePath, st.Version, err, "segment coverage does not match the table's entity columns")
 		}
 	}
-	if st.Coverage != nil {
-		t.covCache.put(st.Coverage.Path, out)
+	out := added
+	if haveBase {
+		var err error
+		if out, err = base.cov.extended(added); err != nil {
+			return nil, corruptf("", st.Version, err, "segment coverage does not match the table's entity columns")
+		}
 	}
+	t.covCache.put(st, out)
 	return out, nil
 }
 

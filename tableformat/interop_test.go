@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -144,106 +145,118 @@ func contentID(p string) string {
 // 0.9.0 package give byte-identical coverage sidecars (with the same content
 // ids) and equal segment metadata; each implementation reads what the other
 // wrote with equal row counts and sums; and a column added through tsflight
-// reads correctly in the package.
+// reads correctly in the package. In the default mode tsflight's table
+// coverage (which its appends do not write) encodes to the package's
+// snapshot bytes; with AppendOptions.TableSnapshot its snapshot files are
+// the package's.
 func TestInteropAppend(t *testing.T) {
 	requireReference(t)
-	for _, c := range interopCases() {
-		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-			defer mem.AssertSize(t, 0)
-			root := t.TempDir()
-			ours, theirs := filepath.Join(root, "tsflight"), filepath.Join(root, "reference")
-			tb, err := Create(ctx, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var files []string
-			var rows, sum int64
-			for i, rec := range c.batches(mem) {
-				p := filepath.Join(root, fmt.Sprintf("batch%d.arrows", i))
-				writeIPC(t, p, rec)
-				files = append(files, p)
-				rows += rec.NumRows()
-				for _, v := range rec.Column(rec.Schema().FieldIndices("v")[0]).(*array.Int64).Int64Values() {
-					sum += v
-				}
-				rdr := readerOf(t, c.schema, rec)
-				o := DefaultAppendOptions()
-				o.Alloc = mem
-				if _, err := tb.Append(ctx, rdr, o); err != nil {
-					t.Fatalf("tsflight append %d: %v", i, err)
-				}
-				rdr.Release()
-			}
-			var rep struct {
-				Appends []struct {
-					Version     uint64 `json:"version"`
-					SegmentPath string `json:"segment_path"`
-				} `json:"appends"`
-			}
-			interop(t, &rep, append([]string{"append", c.pySpec, theirs}, files...)...)
-			if len(rep.Appends) != len(files) {
-				t.Fatalf("reference made %d appends", len(rep.Appends))
-			}
-			ref, err := Open(ctx, storage.Local(theirs), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Version by version: segment metadata and sidecar bytes.
-			for v := uint64(2); v <= ref.State().Version; v++ {
-				oc, err := tb.log.readCommit(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rc, err := ref.log.readCommit(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				oseg, rseg := findSegment(oc), findSegment(rc)
-				if oseg.RowCount != rseg.RowCount || oseg.IndexMin.Compare(rseg.IndexMin) != 0 || oseg.IndexMax.Compare(rseg.IndexMax) != 0 ||
-					string(oseg.Layout.appendJSON(nil)) != string(rseg.Layout.appendJSON(nil)) {
-					t.Errorf("version %d segment differs:\n ours %+v\ntheirs %+v", v, oseg, rseg)
-				}
-				compareSidecars(t, fmt.Sprintf("v%d segment", v), ours, oseg.CoveragePath, theirs, rseg.CoveragePath)
-				compareSidecars(t, fmt.Sprintf("v%d table", v), ours, findCoverage(oc), theirs, findCoverage(rc))
-			}
-			// The package reads tsflight's table.
-			var q struct {
-				Rows [][]any `json:"rows"`
-			}
-			interop(t, &q, "query", ours, "SELECT count(*) AS n, sum(v) AS s FROM t")
-			if fmt.Sprint(q.Rows) != fmt.Sprintf("[[%d %d]]", rows, sum) {
-				t.Errorf("reference read of tsflight's table: %v, want [[%d %d]]", q.Rows, rows, sum)
-			}
-			// tsflight reads the package's table.
-			n, s := scanCountSum(t, ref, mem, "v")
-			if n != rows || s != sum {
-				t.Errorf("tsflight scan of the reference table: %d rows sum %d, want %d, %d", n, s, rows, sum)
-			}
-			// A column added by tsflight, then an append without it and one
-			// with it; the package reads nulls for the old rows.
-			if _, err := tb.AddColumns(ctx, []Field{{Name: "score", Type: DataType{Kind: TypeFloat64}, Nullable: true}}); err != nil {
-				t.Fatal(err)
-			}
-			extra := c.batches(mem)
-			for _, r := range extra[1:] {
-				r.Release()
-			}
-			shifted := shiftBatch(t, mem, extra[0], c)
-			extra[0].Release()
-			rdr := readerOf(t, c.schema, shifted)
-			o := DefaultAppendOptions()
-			o.Alloc = mem
-			if _, err := tb.Append(ctx, rdr, o); err != nil {
-				t.Fatalf("append omitting the added column: %v", err)
-			}
-			rdr.Release()
-			interop(t, &q, "query", ours, "SELECT count(*) AS n, count(score) AS scored FROM t")
-			if fmt.Sprint(q.Rows) != fmt.Sprintf("[[%d 0]]", rows+shifted.NumRows()) {
-				t.Errorf("reference read after add-columns: %v", q.Rows)
-			}
-		})
+	for _, mode := range []string{"marker", "snapshot"} {
+		for _, c := range interopCases() {
+			t.Run(mode+"/"+c.name, func(t *testing.T) { interopAppend(t, c, mode == "snapshot") })
+		}
+	}
+}
+
+func interopAppend(t *testing.T, c interopCase, snapshots bool) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	root := t.TempDir()
+	ours, theirs := filepath.Join(root, "tsflight"), filepath.Join(root, "reference")
+	tb, err := Create(ctx, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	var rows, sum int64
+	for i, rec := range c.batches(mem) {
+		p := filepath.Join(root, fmt.Sprintf("batch%d.arrows", i))
+		writeIPC(t, p, rec)
+		files = append(files, p)
+		rows += rec.NumRows()
+		for _, v := range rec.Column(rec.Schema().FieldIndices("v")[0]).(*array.Int64).Int64Values() {
+			sum += v
+		}
+		rdr := readerOf(t, c.schema, rec)
+		o := DefaultAppendOptions()
+		o.Alloc = mem
+		o.TableSnapshot = snapshots
+		if _, err := tb.Append(ctx, rdr, o); err != nil {
+			t.Fatalf("tsflight append %d: %v", i, err)
+		}
+		rdr.Release()
+	}
+	var rep struct {
+		Appends []struct {
+			Version     uint64 `json:"version"`
+			SegmentPath string `json:"segment_path"`
+		} `json:"appends"`
+	}
+	interop(t, &rep, append([]string{"append", c.pySpec, theirs}, files...)...)
+	if len(rep.Appends) != len(files) {
+		t.Fatalf("reference made %d appends", len(rep.Appends))
+	}
+	ref, err := Open(ctx, storage.Local(theirs), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version by version: segment metadata and sidecar bytes.
+	for v := uint64(2); v <= ref.State().Version; v++ {
+		oc, err := tb.log.readCommit(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := ref.log.readCommit(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oseg, rseg := findSegment(oc), findSegment(rc)
+		if oseg.RowCount != rseg.RowCount || oseg.IndexMin.Compare(rseg.IndexMin) != 0 || oseg.IndexMax.Compare(rseg.IndexMax) != 0 ||
+			string(oseg.Layout.appendJSON(nil)) != string(rseg.Layout.appendJSON(nil)) {
+			t.Errorf("version %d segment differs:\n ours %+v\ntheirs %+v", v, oseg, rseg)
+		}
+		compareSidecars(t, fmt.Sprintf("v%d segment", v), ours, oseg.CoveragePath, theirs, rseg.CoveragePath)
+		if snapshots {
+			compareSidecars(t, fmt.Sprintf("v%d table", v), ours, findCoverage(oc), theirs, findCoverage(rc))
+		} else {
+			compareTableCoverage(t, fmt.Sprintf("v%d table", v), tb, v, theirs, findCoverage(rc))
+		}
+	}
+	// The package reads tsflight's table.
+	var q struct {
+		Rows [][]any `json:"rows"`
+	}
+	interop(t, &q, "query", ours, "SELECT count(*) AS n, sum(v) AS s FROM t")
+	if fmt.Sprint(q.Rows) != fmt.Sprintf("[[%d %d]]", rows, sum) {
+		t.Errorf("reference read of tsflight's table: %v, want [[%d %d]]", q.Rows, rows, sum)
+	}
+	// tsflight reads the package's table.
+	n, s := scanCountSum(t, ref, mem, "v")
+	if n != rows || s != sum {
+		t.Errorf("tsflight scan of the reference table: %d rows sum %d, want %d, %d", n, s, rows, sum)
+	}
+	// A column added by tsflight, then an append without it and one
+	// with it; the package reads nulls for the old rows.
+	if _, err := tb.AddColumns(ctx, []Field{{Name: "score", Type: DataType{Kind: TypeFloat64}, Nullable: true}}); err != nil {
+		t.Fatal(err)
+	}
+	extra := c.batches(mem)
+	for _, r := range extra[1:] {
+		r.Release()
+	}
+	shifted := shiftBatch(t, mem, extra[0], c)
+	extra[0].Release()
+	rdr := readerOf(t, c.schema, shifted)
+	o := DefaultAppendOptions()
+	o.Alloc = mem
+	if _, err := tb.Append(ctx, rdr, o); err != nil {
+		t.Fatalf("append omitting the added column: %v", err)
+	}
+	rdr.Release()
+	interop(t, &q, "query", ours, "SELECT count(*) AS n, count(score) AS scored FROM t")
+	if fmt.Sprint(q.Rows) != fmt.Sprintf("[[%d 0]]", rows+shifted.NumRows()) {
+		t.Errorf("reference read after add-columns: %v", q.Rows)
 	}
 }
 
@@ -263,6 +276,38 @@ func findCoverage(c *Commit) string {
 		}
 	}
 	return ""
+}
+
+// compareTableCoverage compares the table coverage tsflight holds for
+// version v, encoded as a snapshot, with the reference's snapshot of that
+// version: the same bytes and content id. (tsflight's appends point the
+// table at the segment-union marker instead of writing snapshots; check
+// --repair and checkpoints encode the union exactly so.)
+func compareTableCoverage(t *testing.T, what string, tb *Table, v uint64, theirsRoot, theirsPath string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := tb.StateAt(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.coverageIsUnion() {
+		t.Errorf("%s: tsflight's pointer is %v, want the segment-union marker", what, st.Coverage)
+	}
+	cov, err := tb.loadCoverage(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, a := cov.encodeTable(uuid.New())
+	b, err := os.ReadFile(filepath.Join(theirsRoot, theirsPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("%s coverage bytes differ (%d vs %d bytes)", what, len(a), len(b))
+	}
+	if theirs := contentID(theirsPath); !strings.HasPrefix(id, strings.TrimPrefix(theirs, fmt.Sprintf("%d-", v))) {
+		t.Errorf("%s content id %s, reference %s", what, id, theirs)
+	}
 }
 
 func compareSidecars(t *testing.T, what, oursRoot, oursPath, theirsRoot, theirsPath string) {

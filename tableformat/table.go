@@ -25,6 +25,7 @@ type Table struct {
 
 	covCache coverageCache
 	newest   newestCache // per-sidecar newest interval per identity
+	union    unionMarker // the segment-union marker is known to exist
 
 	pastMu sync.Mutex
 	past   map[uint64]*State // snapshots of older versions, for pinned reads
@@ -179,17 +180,29 @@ func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
 // and rebuild the actions. ErrAmbiguousOutcome when the commit may or may
 // not exist. ErrInvalidInput for actions that would break the format.
 func (t *Table) Commit(ctx context.Context, expected uint64, actions []Action) (uint64, error) {
+	st, err := t.commitState(ctx, expected, actions)
+	if err != nil {
+		return 0, err
+	}
+	return st.Version, nil
+}
+
+// commitState is Commit returning the state the commit made.
+func (t *Table) commitState(ctx context.Context, expected uint64, actions []Action) (*State, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.state.versionOrZero() != expected {
-		return 0, &ConflictError{Expected: expected, Found: t.state.versionOrZero()}
+		return nil, &ConflictError{Expected: expected, Found: t.state.versionOrZero()}
 	}
 	if t.state != nil {
 		if err := t.state.Meta.CheckWrite(); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	return t.commitLocked(ctx, actions)
+	if _, err := t.commitLocked(ctx, actions); err != nil {
+		return nil, err
+	}
+	return t.state, nil
 }
 
 func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, error) {
@@ -232,9 +245,8 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 // coverage sidecars, newest intervals and the past snapshots StateAt
 // serves, so that no read pinned to the old log survives its replacement.
 func (t *Table) dropCaches() {
-	t.covCache.mu.Lock()
-	t.covCache.entries, t.covCache.order = nil, nil
-	t.covCache.mu.Unlock()
+	t.covCache.clear()
+	t.union.ready.Store(false)
 	t.newest.mu.Lock()
 	t.newest.m = nil
 	t.newest.mu.Unlock()

@@ -108,24 +108,25 @@ func TestCheckCommand(t *testing.T) {
 	}
 	f.ok(t, "check", cliTable)
 
-	// A lost table coverage snapshot is repaired: exit 0, a new version.
+	// A lost segment-union marker (the file the coverage pointer names
+	// since the first append) is repaired: exit 0, no new version.
 	if err := os.Remove(full(snapshot)); err != nil {
 		t.Fatal(err)
 	}
 	stdout, _, code = f.run(t, "check")
-	if code != exitFail || !strings.Contains(stdout, "  warning  table_coverage_missing "+snapshot+" (commit 3)\n") {
-		t.Fatalf("check without the snapshot: exit %d:\n%s", code, stdout)
+	if code != exitFail || !strings.Contains(stdout, "  warning  table_coverage_missing "+snapshot+" (commit 2)\n") {
+		t.Fatalf("check without the marker: exit %d:\n%s", code, stdout)
 	}
 	out := f.ok(t, "check", "--repair")
-	if !strings.Contains(out, "table m (version 4, 2 segments, 160 rows): ok after repair\n") ||
+	if !strings.Contains(out, "table m (version 3, 2 segments, 160 rows): ok after repair\n") ||
 		!strings.Contains(out, "  repaired table_coverage_missing "+snapshot) ||
-		!strings.Contains(out, "committed it as version 4") || !strings.HasSuffix(out, "\n1 table checked, no problems\n") {
-		t.Fatalf("check --repair of the snapshot:\n%s", out)
+		!strings.Contains(out, "wrote the segment-union marker") || !strings.HasSuffix(out, "\n1 table checked, no problems\n") {
+		t.Fatalf("check --repair of the marker:\n%s", out)
 	}
-	if out := f.ok(t, "check", cliTable); !strings.HasPrefix(out, "table m (version 4, 2 segments, 160 rows): ok\n") {
+	if out := f.ok(t, "check", cliTable); !strings.HasPrefix(out, "table m (version 3, 2 segments, 160 rows): ok\n") {
 		t.Fatalf("check after the repair:\n%s", out)
 	}
-	if d := f.describe(t, cliTable); d["rows"] != float64(160) || d["version"] != float64(4) {
+	if d := f.describe(t, cliTable); d["rows"] != float64(160) || d["version"] != float64(3) {
 		t.Fatalf("table after the repair: %v", d)
 	}
 }
