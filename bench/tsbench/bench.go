@@ -28,6 +28,9 @@ type config struct {
 	runs     int // timed runs of ingest and scans
 	sqlRuns  int
 	covRuns  int
+	// The stream workload (stream.go): puts to its table A, and puts of
+	// each of its concurrent writers.
+	streamPuts, writerPuts int
 }
 
 // modes are the presets: quick proves the harness in CI in a few
@@ -40,9 +43,11 @@ func modeConfig(mode string) (config, error) {
 	case "quick":
 		p.Hosts, p.Duration = 200, 6*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 200
+		c.streamPuts, c.writerPuts = 300, 40
 	case "full":
 		p.Hosts, p.Duration = 4000, 24*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 500
+		c.streamPuts, c.writerPuts = 10_000, 250
 	default:
 		return c, fmt.Errorf("unknown --mode %q (quick or full)", mode)
 	}
@@ -64,6 +69,7 @@ func runBench(ctx context.Context, args []string) error {
 	hosts := fs.Int("hosts", 0, "override the mode's host count")
 	hours := fs.Int("hours", 0, "override the mode's duration, in hours")
 	seed := fs.Uint64("seed", 0, "override the data and query seed")
+	streamPuts := fs.Int("stream-puts", 0, "override the mode's number of 100-row puts to the stream table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,6 +88,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *seed > 0 {
 		cfg.params.Seed = *seed
+	}
+	if *streamPuts > 0 {
+		cfg.streamPuts = *streamPuts
 	}
 	if err := cfg.params.Validate(); err != nil {
 		return err
@@ -121,6 +130,10 @@ func runBench(ctx context.Context, args []string) error {
 		{"scan", b.scan},
 		{"sql", b.sql},
 		{"coverage", b.coverage},
+		{"stream", b.stream},
+	}
+	for _, s := range steps {
+		r.Workloads = append(r.Workloads, s.name)
 	}
 	for _, s := range steps {
 		start := time.Now()

@@ -30,7 +30,7 @@ func (r *report) writeChart(w io.Writer) error {
 			maxR = math.Max(maxR, c.Ratio)
 		}
 	}
-	maxR = math.Ceil(maxR*2) / 2
+	maxR = math.Min(math.Ceil(maxR*2)/2, 5) // beyond 5, bars are cut and labelled "> "
 	x := func(v float64) float64 { return left + plotW*math.Min(v, maxR)/maxR }
 	height := top + len(rel)*(barH+gap) + 40 + len(abs)*18 + 20
 	// Wide enough for the longest header line (about 6.5 px a character).

@@ -84,6 +84,16 @@ func checkReport(path string) error {
 	}
 	wantCmp("coverage", "gaps, one entity, whole span (p50)", "", true)
 	wantCmp("coverage", "coverage ratio, whole table, whole span (p50)", "", true)
+	if ok, err := streamExpected(r); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		for _, w := range streamMeasured {
+			want(streamGroup, w.workload, w.systems...)
+		}
+		for _, c := range streamCompared {
+			wantCmp(streamGroup, c.workload, c.peer, c.target)
+		}
+	}
 	for _, k := range []string{"cpu", "cores", "memory"} {
 		if r.Machine[k] == "" {
 			errs = append(errs, fmt.Errorf("machine: no %s", k))

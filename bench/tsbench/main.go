@@ -3,8 +3,10 @@
 // workloads on tsflight and on its peers — the timeseries-table-format
 // 0.9.0 Python package, DuckDB reading the same Parquet files, and an
 // in-memory Flight server as the transport ceiling — each in its own
-// process where a network is involved, and writes a report of medians and
-// ratios (report.md, report.json, ratios.svg). See bench/README.md.
+// process where a network is involved, then the stream workload (a table
+// fed by many small DoPuts against the same rows in one; stream.go), and
+// writes a report of medians and ratios (report.md, report.json,
+// ratios.svg). See bench/README.md.
 //
 //	tsbench [--mode quick|full] --tsflight BIN --work DIR --out DIR
 //	tsbench ceiling FILE...          (child: the Flight ceiling server)

@@ -397,6 +397,7 @@ func (r *report) targets() {
 			r.Comparisons = append(r.Comparisons, &comparison{Group: "coverage", Workload: w.name + " (p99)", Ratio: m.stat.P99 * 1e3, Unit: "ms", Target: "none"})
 		}
 	}
+	r.streamTargets()
 }
 
 func mustJSON(v any) string {

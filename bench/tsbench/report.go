@@ -47,6 +47,8 @@ type report struct {
 	Measurements []*measurement    `json:"measurements"`
 	Comparisons  []*comparison     `json:"comparisons"`
 	Notes        []string          `json:"notes,omitempty"`
+	Workloads    []string          `json:"workloads,omitempty"` // the run's steps, in order
+	Stream       *streamFigures    `json:"stream,omitempty"`    // the stream workload's figures that are not times
 }
 
 func (r *report) add(m *measurement) *measurement {
@@ -143,7 +145,11 @@ func (r *report) writeMarkdown(w io.Writer, chart string) error {
 	if chart != "" {
 		fmt.Fprintf(&b, "![ratios](%s)\n\n", chart)
 	}
-	b.WriteString("## Against the targets\n\nRatio = tsflight's median time / the peer's (below 1: tsflight is faster), or the figure itself for an absolute target.\n\n")
+	b.WriteString("## Against the targets\n\nRatio = tsflight's median time / the peer's (below 1: tsflight is faster), or the figure itself for an absolute target")
+	if r.Stream != nil {
+		b.WriteString("; in the stream group, the stream table's figure / the bulk table's")
+	}
+	b.WriteString(".\n\n")
 	b.WriteString("| group | workload | against | ratio / figure | target | |\n|---|---|---|---:|---|---|\n")
 	for _, c := range r.Comparisons {
 		peer := c.Peer
