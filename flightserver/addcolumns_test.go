@@ -137,7 +137,9 @@ func TestAddColumnsDuringPuts(t *testing.T) {
 		}
 	}
 	d := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"})
-	if d["version"] != float64(2+puts+4) || len(d["schema"].([]any)) != 9 || d["rows"] != float64(20+puts*40) {
+	// Puts may share commits (group commit): between one and puts commits
+	// of them, and the four add-columns.
+	if v := d["version"].(float64); v < 2+1+4 || v > float64(2+puts+4) || len(d["schema"].([]any)) != 9 || d["rows"] != float64(20+puts*40) {
 		t.Fatalf("after puts and add-columns: %v", d)
 	}
 }

@@ -186,18 +186,23 @@ func TestPutCancelLeavesNothing(t *testing.T) {
 	}
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(tsbsSchema), ipc.WithAllocator(ts.cliMem))
 	w.SetFlightDescriptor(pathDesc("big"))
+	// A put is buffered in memory up to the group-commit limit (65,536
+	// rows), then streamed into its segment: write until the segment file
+	// appears.
 	step := 1000
-	for range 5 {
+	for n := 0; len(segmentFiles(t, tableDir)) == len(files); n++ {
+		if n == 100 {
+			t.Fatal("no segment file appeared while streaming 100,000 rows")
+		}
 		rec := bigBatch(ts.cliMem, step, 100, 10)
 		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
 		step += 100
-	}
-	// The server is writing the segment.
-	if !waitFor(5*time.Second, func() bool { return len(segmentFiles(t, tableDir)) > len(files) }) {
-		t.Fatal("no segment file appeared while streaming")
+		if n >= 65 {
+			waitFor(time.Second, func() bool { return len(segmentFiles(t, tableDir)) > len(files) })
+		}
 	}
 	cancel()
 	w.Close()

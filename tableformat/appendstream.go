@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // indexReader reads the index column of canonical batches as raw values.
@@ -237,17 +239,8 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 		return SegmentMeta{}, storageErr("sync "+appendDir, err)
 	}
 	if len(st.Segments) == 0 {
-		// The first append created the directories: make their entries
-		// durable too, up to the table root.
-		for _, d := range []string{"data/_managed", "data", "_coverage/segments", "_coverage/table", "_coverage", "."} {
-			if err := a.t.fs.MkdirAll(d); err != nil {
-				return SegmentMeta{}, storageErr("create "+d, err)
-			}
-		}
-		for _, d := range []string{"data/_managed", "data", "_coverage", "."} {
-			if err := a.t.fs.SyncDir(d); err != nil {
-				return SegmentMeta{}, storageErr("sync "+d, err)
-			}
+		if err := makeTableDirs(a.t.fs); err != nil {
+			return SegmentMeta{}, err
 		}
 	}
 	lo, hi := stats.bounds(ir)
@@ -270,6 +263,23 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 }
 
 func (a *appendAttempt) allocator() memory.Allocator { return a.mem }
+
+// makeTableDirs is for the first segment of a table: the segment's writer
+// created the directories, and their entries are made durable too, up to
+// the table root.
+func makeTableDirs(fsys storage.FS) error {
+	for _, d := range []string{"data/_managed", "data", "_coverage/segments", "_coverage/table", "_coverage", "."} {
+		if err := fsys.MkdirAll(d); err != nil {
+			return storageErr("create "+d, err)
+		}
+	}
+	for _, d := range []string{"data/_managed", "data", "_coverage", "."} {
+		if err := fsys.SyncDir(d); err != nil {
+			return storageErr("sync "+d, err)
+		}
+	}
+	return nil
+}
 
 // writeSidecar writes a coverage file exclusively and durably; prefix is
 // "<version>-" for table snapshots.

@@ -312,11 +312,25 @@ func (l *logStore) commit(ctx context.Context, st *State, data []byte) error {
 	if cur > expected {
 		return &ConflictError{Expected: expected, Found: cur}
 	}
-	tmp := fmt.Sprintf("%s/.%010d.json.tmp-%s", LogDir, v, randomHex())
+	tmp := commitTempName(v)
 	if err := l.writeDurable(tmp, data); err != nil {
 		return err
 	}
 	defer l.removeQuietly(tmp)
+	return l.link(st, tmp, data, cur, "")
+}
+
+func commitTempName(v uint64) string {
+	return fmt.Sprintf("%s/.%010d.json.tmp-%s", LogDir, v, randomHex())
+}
+
+// link makes the fsynced temporary file tmp, holding data, commit
+// st.Version+1 (steps 2 to 5 of commit; cur is the CURRENT it read). When
+// curTmp is not empty it is an fsynced temporary file holding the new
+// CURRENT, renamed over CURRENT instead of writing one.
+func (l *logStore) link(st *State, tmp string, data []byte, cur uint64, curTmp string) error {
+	expected := st.versionOrZero()
+	v := expected + 1
 	// Never write commit v on top of a different log: commit v-1 on disk
 	// must be the one st was built from (the table directory may have been
 	// replaced since). A mismatch is a conflict, so that the writer
@@ -356,8 +370,14 @@ func (l *logStore) commit(ctx context.Context, st *State, data []byte) error {
 	if err := l.fs.SyncDir(LogDir); err != nil {
 		return fmt.Errorf("%w: commit %s is visible but the log directory could not be synced, so it may not survive a crash: %w", ErrAmbiguousOutcome, target, err)
 	}
-	if err := l.publishCurrent(v); err != nil {
-		l.opts.logger().Warn("commit is durable but CURRENT was not updated; the next open rolls it forward", "version", v, "error", err)
+	var perr error
+	if curTmp != "" {
+		perr = l.renameCurrent(curTmp, v)
+	} else {
+		perr = l.publishCurrent(v)
+	}
+	if perr != nil {
+		l.opts.logger().Warn("commit is durable but CURRENT was not updated; the next open rolls it forward", "version", v, "error", perr)
 	}
 	return nil
 }

@@ -84,7 +84,8 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 	}
 	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema,
 		compressed: opts.Compression != compress.Codecs.Uncompressed}
-	w.buf = bufio.NewWriterSize(f, 1<<20)
+	w.buf = segmentBuffers.Get().(*bufio.Writer)
+	w.buf.Reset(f)
 	w.count = &countingWriter{w: w.buf}
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
@@ -246,9 +247,25 @@ func (w *segmentWriter) closeRowGroup() error {
 	return nil
 }
 
+// segmentBuffers recycles the 1 MiB write buffers of segment files: a
+// small append used to allocate one per segment, which was most of what it
+// gave the garbage collector to do.
+var segmentBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+
 // finish writes the footer, flushes, fsyncs and closes the file, and
 // returns its size.
 func (w *segmentWriter) finish() (uint64, error) {
+	size, err := w.flush()
+	if err != nil {
+		return 0, err
+	}
+	return size, w.syncClose()
+}
+
+// flush writes the footer and flushes the file, which stays open for
+// syncClose (the caller may overlap the fsync with other work); it
+// returns the file's size.
+func (w *segmentWriter) flush() (uint64, error) {
 	w.closed = true
 	var err error
 	if w.fw != nil {
@@ -261,16 +278,32 @@ func (w *segmentWriter) finish() (uint64, error) {
 	if err == nil {
 		err = w.buf.Flush()
 	}
-	if err == nil {
-		err = w.file.Sync()
+	w.releaseBuffer()
+	if err != nil {
+		_ = w.file.Close()
+		return 0, fmt.Errorf("%w: finish segment %s: %w", ErrStorage, w.path, err)
 	}
+	return uint64(w.count.n), nil
+}
+
+// syncClose fsyncs and closes a flushed file.
+func (w *segmentWriter) syncClose() error {
+	err := w.file.Sync()
 	if cerr := w.file.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: finish segment %s: %w", ErrStorage, w.path, err)
+		return fmt.Errorf("%w: finish segment %s: %w", ErrStorage, w.path, err)
 	}
-	return uint64(w.count.n), nil
+	return nil
+}
+
+func (w *segmentWriter) releaseBuffer() {
+	if w.buf != nil {
+		w.buf.Reset(nil)
+		segmentBuffers.Put(w.buf)
+		w.buf = nil
+	}
 }
 
 // abort closes the file if still open and removes it.
@@ -286,6 +319,7 @@ func (w *segmentWriter) abort() {
 			}
 			_ = w.pw.Close()
 		}
+		w.releaseBuffer()
 		_ = w.file.Close()
 	}
 	_ = w.fs.Remove(w.path)

@@ -26,6 +26,7 @@ type Table struct {
 	covCache coverageCache
 	newest   newestCache // per-sidecar newest interval per identity
 	union    unionMarker // the segment-union marker is known to exist
+	groups   appendGroups
 
 	pastMu sync.Mutex
 	past   map[uint64]*State // snapshots of older versions, for pinned reads
@@ -206,39 +207,113 @@ func (t *Table) commitState(ctx context.Context, expected uint64, actions []Acti
 }
 
 func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, error) {
+	p, err := t.prepareCommit(t.state, actions)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.finishCommitLocked(ctx, p, t.log.commit(ctx, t.state, p.data)); err != nil {
+		return 0, err
+	}
+	return p.next.Version, nil
+}
+
+// preparedCommit is a commit built and validated on top of base, not yet
+// written: its bytes and the state it makes.
+type preparedCommit struct {
+	base, next *State
+	data       []byte
+	staged     *stagedCommit // its files, when written ahead (commitPrepared)
+}
+
+// prepareCommit builds the commit of actions on top of base and replays it
+// on a copy of base, so that an invalid commit is never written.
+func (t *Table) prepareCommit(base *State, actions []Action) (*preparedCommit, error) {
 	if len(actions) == 0 {
-		return 0, invalidf("a commit needs at least one action")
+		return nil, invalidf("a commit needs at least one action")
 	}
 	for _, a := range actions {
 		if u, ok := a.(UpdateTableMeta); ok {
 			if err := u.Meta.CheckWrite(); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 	}
-	v := t.state.versionOrZero() + 1
+	v := base.versionOrZero() + 1
 	c := &Commit{Version: v, BaseVersion: v - 1, Timestamp: t.opts.now().UTC(), Actions: actions}
 	data, err := c.MarshalJSON()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	next, err := t.state.apply(c, CommitPath(v))
+	next, err := base.apply(c, CommitPath(v))
 	if err != nil {
-		return 0, invalidf("the commit would not be valid: %v", err)
+		return nil, invalidf("the commit would not be valid: %v", err)
 	}
-	if err := t.log.commit(ctx, t.state, data); err != nil {
+	return &preparedCommit{base: base, next: next, data: data}, nil
+}
+
+// finishCommitLocked takes the outcome of writing p: on success the handle
+// moves to p's state; on an ambiguous outcome it reloads to learn whether
+// the commit landed.
+func (t *Table) finishCommitLocked(ctx context.Context, p *preparedCommit, err error) error {
+	if err != nil {
 		if errors.Is(err, ErrAmbiguousOutcome) {
 			// Learn whether the commit landed: a refresh reads it if it did.
 			if _, rerr := t.refreshLocked(context.WithoutCancel(ctx)); rerr != nil {
 				t.opts.logger().Warn("reload after an ambiguous commit failed", "error", rerr)
 			}
 		}
-		return 0, err
+		return err
 	}
-	next.setDigest(digestOf(data))
+	p.next.setDigest(digestOf(p.data))
 	t.remember(t.state)
-	t.state = next
-	return v, nil
+	t.state = p.next
+	return nil
+}
+
+// stage writes p's commit file and the next CURRENT as fsynced temporary
+// files, ahead of commitPrepared (see stagedCommit): the caller overlaps
+// their fsyncs with those of the files the commit names. discard removes
+// them when the commit is not made.
+func (t *Table) stage(p *preparedCommit) error {
+	s, err := t.log.stage(p.next.Version, p.data)
+	if err != nil {
+		return err
+	}
+	p.staged = s
+	return nil
+}
+
+func (p *preparedCommit) discard(t *Table) {
+	if p.staged != nil {
+		p.staged.discard(&t.log)
+		p.staged = nil
+	}
+}
+
+// commitPrepared commits p (staged or not) if the handle still holds its
+// base, and returns the new state; otherwise it is a conflict, and the
+// caller prepares the commit again on the newer state.
+func (t *Table) commitPrepared(ctx context.Context, p *preparedCommit) (*State, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != p.base {
+		return nil, &ConflictError{Expected: p.base.versionOrZero(), Found: t.state.versionOrZero()}
+	}
+	if t.state != nil {
+		if err := t.state.Meta.CheckWrite(); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if p.staged != nil {
+		err = t.log.commitStaged(ctx, t.state, p.staged)
+	} else {
+		err = t.log.commit(ctx, t.state, p.data)
+	}
+	if err := t.finishCommitLocked(ctx, p, err); err != nil {
+		return nil, err
+	}
+	return t.state, nil
 }
 
 // dropCaches forgets everything the handle derived from the log it held:

@@ -67,39 +67,47 @@ func trialRec(block, writer int) arrow.RecordBatch {
 // putRec appends rec (released here) to table by one DoPut and returns the
 // version of the PutResult.
 func putRec(ctx context.Context, c flight.Client, table string, rec arrow.RecordBatch) (uint64, error) {
+	v, _, err := putRecSegment(ctx, c, table, rec)
+	return v, err
+}
+
+// putRecSegment is putRec that also returns the segment the PutResult
+// names (appends grouped into one commit share it).
+func putRecSegment(ctx context.Context, c flight.Client, table string, rec arrow.RecordBatch) (uint64, string, error) {
 	defer rec.Release()
 	stream, err := c.DoPut(ctx)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(testSchema))
 	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
 	werr := w.Write(rec) // a refused put ends the call; Recv says why
 	w.Close()
 	if err := stream.CloseSend(); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	res, err := stream.Recv()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if werr != nil {
-		return 0, werr
+		return 0, "", werr
 	}
 	var pr struct {
 		Version uint64 `json:"version"`
 		Rows    uint64 `json:"rows"`
+		Segment string `json:"segment"`
 	}
 	if err := json.Unmarshal(res.AppMetadata, &pr); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if pr.Rows != uint64(rec.NumRows()) {
-		return 0, fmt.Errorf("PutResult %s: want %d rows", res.AppMetadata, rec.NumRows())
+		return 0, "", fmt.Errorf("PutResult %s: want %d rows", res.AppMetadata, rec.NumRows())
 	}
 	if _, err := stream.Recv(); err != io.EOF {
-		return 0, fmt.Errorf("after the PutResult: %v, want EOF", err)
+		return 0, "", fmt.Errorf("after the PutResult: %v, want EOF", err)
 	}
-	return pr.Version, nil
+	return pr.Version, pr.Segment, nil
 }
 
 // collect reads ts and value of every batch of rdr into interval → value
@@ -187,14 +195,15 @@ func TestConcurrencyTwoServersOneRoot(t *testing.T) {
 	}
 	var (
 		mu       sync.Mutex
-		acked    = map[uint64]int{} // version → block
+		acked    = map[int]uint64{}    // block → version
+		segOf    = map[uint64]string{} // version → segment (grouped appends share both)
 		reused   int
 		failed   int
 		retries  int
 		errShown int
 		wg       sync.WaitGroup
 	)
-	record := func(w, block int, v uint64, err error) {
+	record := func(w, block int, v uint64, seg string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -204,11 +213,15 @@ func TestConcurrencyTwoServersOneRoot(t *testing.T) {
 			}
 			return
 		}
-		if prev, dup := acked[v]; dup {
+		// Appends committed together share a version and name the same
+		// segment; the same version with another segment would be two
+		// commits claiming one version.
+		if prev, dup := segOf[v]; dup && prev != seg {
 			reused++
-			t.Errorf("version %d acknowledged to blocks %d and %d", v, prev, block)
+			t.Errorf("version %d acknowledged with segments %s and %s", v, prev, seg)
 		}
-		acked[v] = block
+		segOf[v] = seg
+		acked[block] = v
 	}
 	start := time.Now()
 	for w := range writers {
@@ -219,15 +232,15 @@ func TestConcurrencyTwoServersOneRoot(t *testing.T) {
 			if w >= flightWriters {
 				var err error
 				if tb, err = tableformat.Open(ctx, storage.Local(dir), nil); err != nil {
-					record(w, -1, 0, err)
+					record(w, -1, 0, "", err)
 					return
 				}
 			}
 			for s := range appends {
 				block := s*writers + w // neighbouring blocks come from different writers
 				if tb == nil {
-					v, err := putRec(ctx, clients[w], "cpu", trialRec(block, w))
-					record(w, block, v, err)
+					v, seg, err := putRecSegment(ctx, clients[w], "cpu", trialRec(block, w))
+					record(w, block, v, seg, err)
 					continue
 				}
 				rec := trialRec(block, w)
@@ -239,9 +252,9 @@ func TestConcurrencyTwoServersOneRoot(t *testing.T) {
 					mu.Lock()
 					retries += res.Retries
 					mu.Unlock()
-					record(w, block, res.Version, nil)
+					record(w, block, res.Version, res.Segment.Path, nil)
 				} else {
-					record(w, block, 0, err)
+					record(w, block, 0, "", err)
 				}
 			}
 		}()
@@ -288,16 +301,19 @@ func TestConcurrencyTwoServersOneRoot(t *testing.T) {
 	t.Logf("concurrency: scenario=two-servers-one-root writers=%d+%d appends=%d ok=%d failed=%d lost=%d duplicates=%d library_retries=%d wall=%.2fs appends_per_s=%.0f",
 		flightWriters, libWriters, total, len(acked), failed, lost/procTrialRows, extra/procTrialRows+reused, retries, wall.Seconds(), float64(total)/wall.Seconds())
 	if failed != 0 || reused != 0 || len(acked) != total {
-		t.Fatalf("%d of %d appends acknowledged, %d failed, %d versions reused", len(acked), total, failed, reused)
+		t.Fatalf("%d of %d appends acknowledged, %d failed, %d versions claimed by two segments", len(acked), total, failed, reused)
 	}
-	if version != uint64(total)+1 {
-		t.Fatalf("library: version %d, want %d (1 create + %d appends)", version, total+1, total)
+	// Every commit after the create holds acknowledged appends (grouped
+	// appends share one), and there are no more commits than appends.
+	if version < 2 || version > uint64(total)+1 {
+		t.Fatalf("library: version %d, want 2..%d (1 create + at most %d commits)", version, total+1, total)
 	}
 	for v := uint64(2); v <= version; v++ {
-		if _, ok := acked[v]; !ok {
+		if _, ok := segOf[v]; !ok {
 			t.Fatalf("no append was acknowledged at version %d", v)
 		}
 	}
+	t.Logf("%d appends in %d commits", total, version-1)
 	if t.Failed() {
 		t.FailNow()
 	}
