@@ -149,7 +149,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck, ActionCompact}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

@@ -357,6 +357,7 @@ var sqlActionWrites = map[string]bool{
 	flightserver.ActionCoverageGrid:  false,
 	flightserver.ActionVacuum:        false,
 	flightserver.ActionCheck:         false,
+	flightserver.ActionCompact:       true,
 	// Flight SQL: statements and sessions change no table
 	flightsql.CreatePreparedStatementActionType:     false,
 	flightsql.CreatePreparedSubstraitPlanActionType: false,

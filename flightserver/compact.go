@@ -1,0 +1,53 @@
+// The compact action: merges a table's small segments into large ones
+// (tableformat's Compact) over DoAction; "dry_run": true only reports.
+
+package flightserver
+
+import (
+	"context"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// ActionCompact names the compact action.
+const ActionCompact = "compact"
+
+type compactRequest struct {
+	Table  string `json:"table"`
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+// CompactResult is the answer of the compact action: the table's name and
+// tableformat's report (starting_version, committed_version, dry_run,
+// no_op, retries, groups, dropped_groups, remaining and the totals).
+type CompactResult struct {
+	Table string `json:"table"`
+	tableformat.CompactReport
+}
+
+func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
+	var req compactRequest
+	if err := decodeStrict(ActionCompact, body, &req); err != nil {
+		return nil, err
+	}
+	tb, err := s.Table(ctx, req.Table)
+	if err != nil {
+		return nil, err
+	}
+	opts := tableformat.DefaultCompactOptions()
+	opts.DryRun = req.DryRun
+	opts.MaxRetries = s.opts.AppendRetries
+	opts.Alloc = s.scanAlloc() // the recycling pool, or what tests count
+	rep, err := tb.Compact(ctx, opts)
+	if err != nil {
+		// An unknown outcome comes with a report too; the error (which
+		// says the new segments were kept) is what the client gets.
+		return nil, Status(&tableError{name: req.Table, err: err})
+	}
+	if !rep.DryRun && !rep.NoOp {
+		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,
+			"outputs", rep.OutputSegments, "rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter,
+			"retries", rep.Retries, "by", callerName(ctx))
+	}
+	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
+}
