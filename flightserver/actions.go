@@ -32,6 +32,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
 	{Type: ActionVacuum, Description: `Find (and with "apply": true delete) files no commit references: leftovers of appends that never committed. Body: {"table", "older_than"?: RFC 3339 (default: an hour ago; never in the future), "apply"?: false}. Result: version, older_than, applied, artifacts [{path, size, modified, kind, disposition, reason}], totals.`},
 	{Type: ActionCheck, Description: `Check tables for damage: every commit replays, CURRENT is current, live segments are present with the recorded size, rows and footer, coverage sidecars and the table coverage snapshot agree with their data. With "repair": true, republish CURRENT and rebuild the table coverage snapshot when they are wrong (nothing is deleted). Body: {"table"} or {"tables": [...]} or {} for all, "repair"?: false. Result: ok, repair, tables [{table, ok, version, current, segments, rows, findings [{severity, code, path, version, problem, action, repairable, repaired, repair}]}].`},
+	{Type: ActionMaintenance, Description: `Background maintenance (compaction of small segments) status, pause and resume. Body: {"table"?, "paused"?: bool} ({} for every table; "paused" pauses or resumes, for the table or all). Result: enabled, paused_all, tables [{table, enabled, paused, pending, small_segments, small_bytes, min_small_segments, running, runs, merged, last_run, last_error}].`},
 	{Type: ActionCompact, Description: `Merge small segments into large ones sorted by (entity, index), in one commit that replaces them (rows and coverage unchanged; the replaced files stay on disk). Body: {"table", "dry_run"?: false}. Result: table, starting_version, committed_version, dry_run, no_op, retries, groups [{sources, source_bytes, rows, index_min, index_max, outputs, output_bytes}], dropped_groups, remaining, source_segments, output_segments, rows_read, rows_written, bytes_before, bytes_after.`},
 }
 
@@ -97,7 +98,14 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		if err != nil {
 			return nil, err
 		}
-		return describe(a.Table, tb.State())
+		st := tb.State()
+		info, err := describe(a.Table, st)
+		if err != nil {
+			return nil, err
+		}
+		mi := s.maintenanceInfo(a.Table, st)
+		mi.Table = "" // describe-table names it once
+		return describeWithMaintenance{info, mi}, nil
 	case ActionCoverage, ActionGaps:
 		return s.coverageAction(ctx, name, body)
 	case ActionCoverageGrid:
@@ -110,6 +118,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.check(ctx, body)
 	case ActionCompact:
 		return s.compact(ctx, body)
+	case ActionMaintenance:
+		return s.maintenanceAction(ctx, body)
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
 }

@@ -74,6 +74,9 @@ func TestRoundTrip(t *testing.T) {
 		},
 		"index":    map[string]any{"column": "ts", "type": "timestamp", "granularity": "10s", "entity_columns": []any{"hostname"}, "timezone": nil},
 		"segments": 3.0, "rows": float64(len(model)), "bytes": float64(bytesOnDisk),
+		// This server runs no maintenance (RunMaintenance).
+		"maintenance": map[string]any{"enabled": false, "paused": false, "pending": 0.0, "small_segments": 0.0, "small_bytes": 0.0,
+			"min_small_segments": 0.0, "running": false, "runs": 0.0, "merged": 0.0},
 	}
 	if _, ok := desc["created_at"].(string); !ok {
 		t.Fatalf("describe-table: created_at %v is not a string", desc["created_at"])
@@ -149,7 +152,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck, ActionCompact}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

@@ -115,5 +115,16 @@ func classifyAction(a *flight.Action) (what string, write bool) {
 		}
 		return what, false
 	}
+	if typ == ActionMaintenance {
+		// Reading the status is a read; pausing or resuming is not.
+		body, err := decodeMaintenanceRequest(a.GetBody())
+		if err != nil {
+			return "action maintenance (with a body that does not decode)", true
+		}
+		if body.Paused != nil {
+			return "action maintenance with paused", true
+		}
+		return what, false
+	}
 	return what, !readActions[typ]
 }

@@ -31,6 +31,7 @@ var flightActionWrites = map[string]bool{
 	ActionVacuum:        false,
 	ActionCheck:         false, // with repair it writes: TestScopeCheckBody
 	ActionCompact:       true,  // a dry run too: it plans a rewrite of the table
+	ActionMaintenance:   false, // pausing and resuming write: TestScopeMaintenanceBody
 }
 
 func TestScopeFlightActionsClassified(t *testing.T) {
@@ -100,6 +101,33 @@ func TestScopeVacuumBody(t *testing.T) {
 		what, write := classifyAction(&flight.Action{Type: ActionVacuum, Body: []byte(c.body)})
 		if write != c.write {
 			t.Errorf("vacuum %s: write=%v (%s), want %v", c.body, write, what, c.write)
+		}
+	}
+}
+
+// TestScopeMaintenanceBody: reading maintenance status is a read; a body
+// that pauses or resumes, or that the action would refuse, needs write.
+func TestScopeMaintenanceBody(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		write bool
+	}{
+		{`{}`, false},
+		{`{"table":"cpu"}`, false},
+		{`{"table":"cpu","paused":null}`, false},
+		{`{"table":"cpu","paused":true}`, true},
+		{`{"paused":false}`, true},
+		{`{"table":"cpu","Paused":true}`, true}, // matched as the action matches it
+		{`{"paused":true,"paused":null}`, true},  // a key twice is refused
+		{`{"table":"cpu","PAUSED":true,"paused":null}`, true},
+		{`{"table":"../x"}`, true}, // the action refuses it too
+		{`{"table":"cpu","bogus":1}`, true},
+		{`{"paused":"true"}`, true},
+		{`not json`, true},
+	} {
+		what, write := classifyAction(&flight.Action{Type: ActionMaintenance, Body: []byte(c.body)})
+		if write != c.write {
+			t.Errorf("maintenance %s: write=%v (%s), want %v", c.body, write, what, c.write)
 		}
 	}
 }

@@ -85,6 +85,7 @@ type Service struct {
 	budget  *byteBudget
 	// zeroCopy is set once GRPCOptions installed the zero-copy codec.
 	zeroCopy atomic.Bool
+	maint    *maintainer
 }
 
 // New returns the service for opts.Root, creating the directory if needed.
@@ -135,6 +136,7 @@ func New(opts *Options) (*Service, error) {
 	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots),
 		budget: newByteBudget(o.StreamBudget, o.StallTimeout, o.Logger.Named("stream-budget"))}
 	s.catalog = newCatalog(root, o.Table)
+	s.maint = newMaintainer()
 	return s, nil
 }
 

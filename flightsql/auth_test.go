@@ -358,6 +358,7 @@ var sqlActionWrites = map[string]bool{
 	flightserver.ActionVacuum:        false,
 	flightserver.ActionCheck:         false,
 	flightserver.ActionCompact:       true,
+	flightserver.ActionMaintenance:   false,
 	// Flight SQL: statements and sessions change no table
 	flightsql.CreatePreparedStatementActionType:     false,
 	flightsql.CreatePreparedSubstraitPlanActionType: false,

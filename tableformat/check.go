@@ -261,6 +261,7 @@ func runCheck(ctx context.Context, fsys storage.FS, opts *Options) (*checkRun, e
 		return nil, err
 	}
 	r.checkTableCoverage()
+	r.checkCheckpoints(ctx)
 	return r, nil
 }
 

@@ -32,6 +32,8 @@ func CommitPath(v uint64) string { return fmt.Sprintf("%s/%010d.json", LogDir, v
 type logStore struct {
 	fs   storage.FS
 	opts *Options
+	// ckpt is the checkpoint bookkeeping (checkpoint_store.go).
+	ckpt checkpointState
 }
 
 // readCurrent returns the version in CURRENT, 0 when it does not exist.
@@ -136,11 +138,17 @@ func (l *logStore) sameLog(st *State) (same bool, why string, err error) {
 	return true, "", nil
 }
 
-// replay brings base (nil for an empty table) up to the newest commit:
-// every commit up to CURRENT must exist and be valid; after that, valid
-// commit files above CURRENT are rolled forward (the commit file is the
-// commit; CURRENT is a hint that may lag after a crash). It returns the new
-// state and how many commits were found above CURRENT.
+// replay brings base (nil to load the table from scratch) up to the newest
+// commit: every commit up to CURRENT must exist and be valid; after that,
+// valid commit files above CURRENT are rolled forward (the commit file is
+// the commit; CURRENT is a hint that may lag after a crash). It returns the
+// new state and how many commits were found above CURRENT.
+//
+// Without a base it starts from the newest valid checkpoint (see
+// loadCheckpoint; one matching the commit files on disk, so never beyond
+// the newest commit) and replays only the commits after it; without one,
+// from commit 1. A checkpoint above CURRENT stands for commits above
+// CURRENT and counts as rolled forward.
 func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, error) {
 	cur, err := l.readCurrent()
 	if err != nil {
@@ -148,8 +156,14 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 	}
 	st := base
 	from := uint64(0)
+	var rolled uint64
 	if st != nil {
 		from = st.Version
+	} else if ck := l.loadCheckpoint(ctx, maxVersion); ck != nil {
+		st, from = ck, ck.Version
+		if from > cur {
+			rolled = from - cur
+		}
 	}
 	for v := from + 1; v <= cur; v++ {
 		if err := ctx.Err(); err != nil {
@@ -170,7 +184,6 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 		}
 		st.setDigest(d)
 	}
-	var rolled uint64
 	for {
 		v := uint64(1)
 		if st != nil {
@@ -205,10 +218,14 @@ func (l *logStore) replay(ctx context.Context, base *State) (*State, uint64, err
 }
 
 // replayTo rebuilds the state at version v from base (an older snapshot,
-// or nil to start from commit 1); every commit after base up to v must
-// exist and be valid.
+// or nil to start from the newest valid checkpoint at or below v, or from
+// commit 1 when there is none); every commit after base up to v must exist
+// and be valid.
 func (l *logStore) replayTo(ctx context.Context, base *State, v uint64) (*State, error) {
 	st := base
+	if st == nil {
+		st = l.loadCheckpoint(ctx, v)
+	}
 	first := st.versionOrZero() + 1
 	for n := first; n <= v; n++ {
 		if err := ctx.Err(); err != nil {

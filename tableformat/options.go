@@ -28,12 +28,29 @@ type Options struct {
 	// ReadOnly makes Open and Refresh never write: CURRENT is not repaired
 	// when commits above it are found (they are still read).
 	ReadOnly bool
+
+	// CheckpointInterval makes a committer write a checkpoint (the
+	// replayed state, in _timeseries_log/_checkpoints/, see
+	// docs/format/checkpoint.md) after every commit whose version is a
+	// multiple of it, and after a commit that finds the newest checkpoint
+	// that many versions behind. Open and Refresh then read the newest
+	// valid checkpoint and only the commits after it, whatever this is
+	// set to. Writing a checkpoint never fails a commit. Zero (and any
+	// negative value) means never write one; DefaultOptions uses 100.
+	CheckpointInterval int
 }
 
+// DefaultCheckpointInterval is the CheckpointInterval of DefaultOptions:
+// at most 99 commits are replayed after the newest checkpoint, and a
+// checkpoint (one file of about 200 bytes per live segment) is written
+// once every 100 commits.
+const DefaultCheckpointInterval = 100
+
 // DefaultOptions returns a fresh Options with the defaults: no logging,
-// the wall clock, a 30-second orphan grace, repairs allowed.
+// the wall clock, a 30-second orphan grace, repairs allowed, a checkpoint
+// every 100 commits.
 func DefaultOptions() *Options {
-	return &Options{OrphanGrace: 30 * time.Second}
+	return &Options{OrphanGrace: 30 * time.Second, CheckpointInterval: DefaultCheckpointInterval}
 }
 
 func (o *Options) logger() hclog.Logger {

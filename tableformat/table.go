@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tsflight/tsflight/coverage"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -160,6 +161,14 @@ func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
 	} else if st != t.state {
 		t.remember(t.state)
 	}
+	// A replay that started from a checkpoint brings the table coverage
+	// at the checkpoint's version: coverage loads extend it instead of
+	// reading every sidecar.
+	if seed, cov := t.log.takeCheckpointSeed(); seed != nil && cov != nil {
+		if set, err := coverage.Decode(cov, len(seed.Index().EntityColumns) > 0); err == nil {
+			t.covCache.put(seed, &segmentCoverage{spec: seed.Index(), domain: indexDomain(seed.Index()), set: set})
+		}
+	}
 	t.state = st
 	if rolled > 0 && !t.opts.ReadOnly {
 		if err := t.log.publishCurrent(st.Version); err != nil {
@@ -267,6 +276,9 @@ func (t *Table) finishCommitLocked(ctx context.Context, p *preparedCommit, err e
 	p.next.setDigest(digestOf(p.data))
 	t.remember(t.state)
 	t.state = p.next
+	// Every CheckpointInterval commits, the state is written beside the
+	// log (checkpoint_store.go); a failure is logged, never the commit's.
+	t.maybeCheckpoint(context.WithoutCancel(ctx), p.next)
 	return nil
 }
 

@@ -82,6 +82,14 @@ batches and what gRPC holds for clients that have not read it (default
 while other streams wait for the budget has its connection closed after
 --stream-stall-timeout (default 15s).
 
+Maintenance (docs/design.md): every --maintenance-interval (default 10s;
+0 = off) and whenever an append leaves a table with
+--maintenance-min-segments small segments (default 8), the server compacts
+that table's small segments into large sorted ones, one group at a time,
+reading at most --maintenance-rate bytes per second (default 32MiB). The
+maintenance action shows what is pending and pauses or resumes it;
+--maintenance-paused starts paused.
+
 Authentication and TLS (docs/security.md): --auth-tokens FILE holds one
 token per line (its SHA-256 hash, as tsflight token new writes it) with
 its scope, read or write; clients send "authorization: Bearer TOKEN" or
@@ -129,6 +137,10 @@ type serveConfig struct {
 	sqlPrepared     byteSize // 0: flightsql's default
 	streamBudget    byteSize // 0: flightserver's default
 	stallTimeout    time.Duration
+	maintInterval   time.Duration
+	maintMinSegs    int
+	maintRate       byteSize
+	maintPaused     bool
 	demo            bool
 	sec             securityFlags
 	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
@@ -158,6 +170,10 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(&cfg.sqlPrepared, "sql-prepared-bytes", "bytes the open prepared statements may hold, texts and bound parameters (`size`, 0 = 256MiB); one token holds at most a quarter, its least recently used statements are closed to make room")
 	fs.Var(&cfg.streamBudget, "stream-budget", "memory all DoGet streams together may hold: decoded batches and what gRPC holds for clients that have not read it (`size`, 0 = 1GiB); scans decode only while it allows, a stream is not failed for it")
 	fs.DurationVar(&cfg.stallTimeout, "stream-stall-timeout", flightserver.DefaultStallTimeout, "how long a DoGet client may read nothing while other streams wait for the stream budget before its connection is closed (`duration`, -1s = never)")
+	fs.DurationVar(&cfg.maintInterval, "maintenance-interval", 10*time.Second, "how often background maintenance looks at every table to compact small segments (`duration`, 0 = no maintenance; appends that leave enough small segments wake it earlier)")
+	fs.IntVar(&cfg.maintMinSegs, "maintenance-min-segments", 8, "small segments a table must have before maintenance compacts it (`n`)")
+	fs.Var(&cfg.maintRate, "maintenance-rate", "bytes of segments per second maintenance may read and rewrite (`size`, 0 = 32MiB), so that compaction leaves the cores to queries and appends")
+	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
@@ -191,6 +207,12 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--max-calls must be at least 1 (or -1 for no limit), got %d", cfg.maxCalls)
 	case cfg.requestTimeout == 0:
 		return nil, usagef("--request-timeout must be positive (or negative for no limit)")
+	case cfg.maintInterval < 0:
+		return nil, usagef("--maintenance-interval must not be negative (0 turns maintenance off), got %s", cfg.maintInterval)
+	case cfg.maintMinSegs < 2:
+		return nil, usagef("--maintenance-min-segments must be at least 2, got %d", cfg.maintMinSegs)
+	case cfg.maintRate < 0:
+		return nil, usagef("--maintenance-rate must not be negative, got %s", cfg.maintRate.String())
 	case cfg.maxResultRows < 0:
 		return nil, usagef("--max-result-rows must not be negative, got %d", cfg.maxResultRows)
 	case cfg.gcPercent < -1:
@@ -320,7 +342,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
 		"max_result_rows", cfg.maxResultRows, "sql_memory_limit", cfg.sqlMemoryLimit.String(),
-		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "stream_stall_timeout", cfg.stallTimeout}, sec.describe()...)...)
+		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "stream_stall_timeout", cfg.stallTimeout,
+		"maintenance_interval", cfg.maintInterval}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
 	hup, stopHUP := notifyHUP()
 	defer stopHUP()
@@ -333,6 +356,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		tls: sec.tls != nil, tokens: sec.tokens != nil || sec.inline != nil})
 	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
 	go func() { r.served <- srv.Serve() }()
+	if cfg.maintInterval > 0 {
+		mctx, stopMaint := context.WithCancel(ctx)
+		maintDone := make(chan struct{})
+		go func() {
+			defer close(maintDone)
+			_ = svc.RunMaintenance(mctx, &flightserver.MaintenanceOptions{Interval: cfg.maintInterval, MinSmallSegments: cfg.maintMinSegs,
+				BytesPerSecond: int64(cfg.maintRate), Paused: cfg.maintPaused})
+		}()
+		defer func() { stopMaint(); <-maintDone }() // a compaction cut short commits nothing
+	}
 
 	select {
 	case err := <-r.served:

@@ -1,0 +1,405 @@
+// Background maintenance: compaction of the tables that small appends
+// have filled with small segments.
+
+package flightserver
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tsflight/tsflight/tableformat"
+)
+
+// MaintenanceOptions is the policy of RunMaintenance. Use
+// DefaultMaintenanceOptions; the zero value of each field is documented.
+type MaintenanceOptions struct {
+	// Interval is how often every table is looked at (0 = 10 s). A table
+	// is also looked at right after an append leaves it with enough small
+	// segments to compact, at most once per second.
+	Interval time.Duration
+	// MinSmallSegments is how many small segments (smaller than the
+	// compaction's SmallBytes) a table must have before it is compacted
+	// (0 = 8): fewer cost scans little, and waiting lets a compaction
+	// merge more at once.
+	MinSmallSegments int
+	// BytesPerSecond bounds the rate at which compaction reads segments,
+	// in bytes of Parquet per second averaged over each merged group
+	// (0 = 32 MiB/s; negative = no bound). It is what keeps compaction from
+	// taking the cores that queries and appends need: on 2 cores a group
+	// of 128 MiB is then spread over 4 s.
+	BytesPerSecond int64
+	// Compact is the compaction's options (nil = tableformat's defaults
+	// with MaxGroups 1, so that the rate bound and a pause act between
+	// groups). DryRun is ignored.
+	Compact *tableformat.CompactOptions
+	// Paused starts with maintenance paused for every table (the
+	// maintenance action resumes it).
+	Paused bool
+}
+
+// DefaultMaintenanceOptions returns a fresh policy with the defaults.
+func DefaultMaintenanceOptions() *MaintenanceOptions {
+	return &MaintenanceOptions{Interval: 10 * time.Second, MinSmallSegments: 8, BytesPerSecond: 32 << 20}
+}
+
+func (o *MaintenanceOptions) resolve() MaintenanceOptions {
+	r := *o
+	if r.Interval <= 0 {
+		r.Interval = 10 * time.Second
+	}
+	if r.MinSmallSegments <= 0 {
+		r.MinSmallSegments = 8
+	}
+	if r.BytesPerSecond == 0 {
+		r.BytesPerSecond = 32 << 20
+	}
+	c := tableformat.DefaultCompactOptions()
+	if o.Compact != nil {
+		c = new(tableformat.CompactOptions)
+		*c = *o.Compact
+	}
+	if c.MaxGroups <= 0 {
+		c.MaxGroups = 1
+	}
+	c.DryRun = false
+	r.Compact = c
+	return r
+}
+
+// maintainer is the state of the maintenance of one Service.
+type maintainer struct {
+	mu        sync.Mutex
+	on        bool // RunMaintenance is running
+	opts      MaintenanceOptions
+	pausedAll bool
+	paused    map[string]bool
+	tables    map[string]*tableMaintenance
+	wake      chan struct{}
+}
+
+// tableMaintenance is what maintenance did to one table.
+type tableMaintenance struct {
+	running   bool
+	runs      int
+	merged    int // source segments replaced
+	lastRun   time.Time
+	lastError string
+}
+
+// MaintenanceInfo is the maintenance part of describe-table and the
+// answer of the maintenance action, for one table.
+type MaintenanceInfo struct {
+	Table string `json:"table,omitempty"`
+	// Enabled is false when the server runs no maintenance.
+	Enabled bool `json:"enabled"`
+	Paused  bool `json:"paused"`
+	// Pending is the number of small segments the policy will compact
+	// (0 while the table has fewer than min_small_segments).
+	Pending int `json:"pending"`
+	// SmallSegments and SmallBytes count the table's small segments.
+	SmallSegments    int    `json:"small_segments"`
+	SmallBytes       uint64 `json:"small_bytes"`
+	MinSmallSegments int    `json:"min_small_segments"`
+	Running          bool   `json:"running"`
+	// Runs counts compactions committed since the server started, Merged
+	// the small segments they replaced.
+	Runs      int    `json:"runs"`
+	Merged    int    `json:"merged"`
+	LastRun   string `json:"last_run,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+func newMaintainer() *maintainer {
+	return &maintainer{paused: map[string]bool{}, tables: map[string]*tableMaintenance{}, wake: make(chan struct{}, 1)}
+}
+
+// RunMaintenance compacts the tables under the root as opts says until ctx
+// ends, then returns once the compaction in progress (if any) has stopped;
+// a compaction cut short commits nothing. It is meant to run on its own
+// goroutine for the life of the server (tsflight serve does so). Only one
+// may run per Service.
+func (s *Service) RunMaintenance(ctx context.Context, opts *MaintenanceOptions) error {
+	if opts == nil {
+		opts = DefaultMaintenanceOptions()
+	}
+	m := s.maint
+	m.mu.Lock()
+	if m.on {
+		m.mu.Unlock()
+		return errors.New("maintenance is already running")
+	}
+	m.on, m.opts, m.pausedAll = true, opts.resolve(), opts.Paused
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.on = false
+		m.mu.Unlock()
+	}()
+	s.log.Info("maintenance: started", "interval", m.opts.Interval, "min_small_segments", m.opts.MinSmallSegments, "bytes_per_second", m.opts.BytesPerSecond, "paused", m.opts.Paused)
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.log.Info("maintenance: stopped")
+			return nil
+		case <-tick.C:
+		case <-m.wake:
+		}
+		names, err := s.TableNames()
+		if err != nil {
+			s.log.Warn("maintenance: listing tables failed", "error", err)
+			continue
+		}
+		for _, name := range names {
+			if ctx.Err() != nil {
+				break
+			}
+			s.maintainTable(ctx, name)
+		}
+	}
+}
+
+// poke asks the maintenance loop to look at the tables now (an append just
+// left one with enough small segments).
+func (m *maintainer) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// smallSegments counts st's segments below the compaction's size bound.
+func (m *maintainer) smallSegments(st *tableformat.State) (n int, bytes uint64) {
+	c := m.opts.Compact
+	if c == nil {
+		return 0, 0 // maintenance never ran
+	}
+	small := c.SmallBytes
+	if small <= 0 {
+		target := c.TargetBytes
+		if target <= 0 {
+			target = tableformat.DefaultCompactOptions().TargetBytes
+		}
+		small = target / 2
+	}
+	for i := range st.Segments {
+		if fs := st.Segments[i].FileSize; fs != nil && int64(*fs) < small {
+			n++
+			bytes += *fs
+		}
+	}
+	return n, bytes
+}
+
+func (m *maintainer) isPaused(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pausedAll || m.paused[name]
+}
+
+func (m *maintainer) entry(name string) *tableMaintenance {
+	e := m.tables[name]
+	if e == nil {
+		e = &tableMaintenance{}
+		m.tables[name] = e
+	}
+	return e
+}
+
+// maintainTable compacts one table, a group at a time, while it has at
+// least MinSmallSegments small segments, maintenance is not paused and ctx
+// lives, keeping to the rate bound.
+func (s *Service) maintainTable(ctx context.Context, name string) {
+	m := s.maint
+	for ctx.Err() == nil && !m.isPaused(name) {
+		tb, err := s.Table(ctx, name)
+		if err != nil {
+			return // damaged or gone: check and describe say why
+		}
+		st := tb.State()
+		if st == nil || st.Meta.CheckWrite() != nil {
+			return
+		}
+		if n, _ := m.smallSegments(st); n < m.opts.MinSmallSegments {
+			return
+		}
+		m.mu.Lock()
+		e := m.entry(name)
+		e.running = true
+		m.mu.Unlock()
+		start := time.Now()
+		rep, err := tb.Compact(ctx, m.opts.Compact)
+		took := time.Since(start)
+		m.mu.Lock()
+		e.running = false
+		e.lastRun = time.Now()
+		if err != nil {
+			e.lastError = err.Error()
+		} else {
+			e.lastError = ""
+		}
+		if rep != nil && !rep.NoOp && rep.CommittedVersion > 0 {
+			e.runs++
+			e.merged += rep.SourceSegments
+		}
+		m.mu.Unlock()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn("maintenance: compaction failed", "table", name, "error", err)
+			return
+		case rep.NoOp:
+			return // nothing the policy can merge (the small segments are alone in their windows)
+		}
+		s.log.Info("maintenance: compacted", "table", name, "version", rep.CommittedVersion, "segments", rep.SourceSegments, "into", rep.OutputSegments,
+			"rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter, "took", took.Round(time.Millisecond))
+		if rate := m.opts.BytesPerSecond; rate > 0 {
+			// Spread the work: the group's bytes at the rate, less the
+			// time it took.
+			wait := time.Duration(float64(rep.BytesBefore)/float64(rate)*float64(time.Second)) - took
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		}
+	}
+}
+
+// maintenanceInfo is the maintenance status of table name at st.
+func (s *Service) maintenanceInfo(name string, st *tableformat.State) *MaintenanceInfo {
+	m := s.maint
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info := &MaintenanceInfo{Table: name, Enabled: m.on, Paused: m.pausedAll || m.paused[name], MinSmallSegments: m.opts.MinSmallSegments}
+	if !m.on || st == nil {
+		return info
+	}
+	info.SmallSegments, info.SmallBytes = m.smallSegments(st)
+	if info.SmallSegments >= m.opts.MinSmallSegments && !info.Paused {
+		info.Pending = info.SmallSegments
+	}
+	if e := m.tables[name]; e != nil {
+		info.Running, info.Runs, info.Merged, info.LastError = e.running, e.runs, e.merged, e.lastError
+		if !e.lastRun.IsZero() {
+			info.LastRun = e.lastRun.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return info
+}
+
+// describeWithMaintenance is describe-table's answer: the table's
+// description and its maintenance status.
+type describeWithMaintenance struct {
+	*tableInfo
+	Maintenance *MaintenanceInfo `json:"maintenance"`
+}
+
+// noteAppend is called after a committed append: when it leaves the table
+// with enough small segments, the maintenance loop looks at once instead of
+// at its next tick.
+func (s *Service) noteAppend(st *tableformat.State) {
+	m := s.maint
+	m.mu.Lock()
+	on := m.on
+	m.mu.Unlock()
+	if !on || st == nil {
+		return
+	}
+	if n, _ := m.smallSegments(st); n >= m.opts.MinSmallSegments {
+		m.poke()
+	}
+}
+
+// The maintenance action: status, pause and resume.
+
+// ActionMaintenance names the maintenance action.
+const ActionMaintenance = "maintenance"
+
+type maintenanceRequest struct {
+	// Table limits the answer (and a pause) to one table; empty means
+	// every table (and the pause of all of them).
+	Table string `json:"table,omitempty"`
+	// Paused pauses (true) or resumes (false) maintenance; nil only reads.
+	Paused *bool `json:"paused,omitempty"`
+}
+
+// MaintenanceResult is the answer of the maintenance action.
+type MaintenanceResult struct {
+	Enabled   bool               `json:"enabled"`
+	PausedAll bool               `json:"paused_all"`
+	Tables    []*MaintenanceInfo `json:"tables"`
+}
+
+func decodeMaintenanceRequest(body []byte) (*maintenanceRequest, error) {
+	var req maintenanceRequest
+	if err := decodeStrict(ActionMaintenance, body, &req); err != nil {
+		return nil, err
+	}
+	if req.Table != "" {
+		if err := ValidateTableName(req.Table); err != nil {
+			return nil, err
+		}
+	}
+	return &req, nil
+}
+
+func (s *Service) maintenanceAction(ctx context.Context, body []byte) (any, error) {
+	req, err := decodeMaintenanceRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{req.Table}
+	if req.Table == "" {
+		if names, err = s.TableNames(); err != nil {
+			return nil, Status(err)
+		}
+	}
+	states := make(map[string]*tableformat.State, len(names))
+	for _, name := range names {
+		tb, err := s.Table(ctx, name)
+		if err != nil {
+			if req.Table != "" {
+				return nil, err
+			}
+			continue // a damaged table: describe and check say why
+		}
+		states[name] = tb.State()
+	}
+	m := s.maint
+	if req.Paused != nil {
+		m.mu.Lock()
+		if req.Table == "" {
+			m.pausedAll = *req.Paused
+			if !*req.Paused {
+				clear(m.paused)
+			}
+		} else {
+			m.paused[req.Table] = *req.Paused
+		}
+		m.mu.Unlock()
+		s.log.Info("maintenance: paused", "table", req.Table, "paused", *req.Paused)
+		if !*req.Paused {
+			m.poke()
+		}
+	}
+	m.mu.Lock()
+	res := &MaintenanceResult{Enabled: m.on, PausedAll: m.pausedAll, Tables: []*MaintenanceInfo{}}
+	m.mu.Unlock()
+	sort.Strings(names)
+	for _, name := range names {
+		if st := states[name]; st != nil {
+			res.Tables = append(res.Tables, s.maintenanceInfo(name, st))
+		}
+	}
+	return res, nil
+}

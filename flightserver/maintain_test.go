@@ -1,0 +1,199 @@
+package flightserver
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// startMaintenance runs ts's maintenance until the test ends (and checks
+// that it returns once stopped).
+func startMaintenance(t *testing.T, ts *testServer, opts *MaintenanceOptions) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ts.svc.RunMaintenance(ctx, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("RunMaintenance: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("RunMaintenance did not return 10 s after its context ended")
+		}
+	})
+	if !waitFor(5*time.Second, func() bool { return ts.svc.maintenanceInfo("", nil).Enabled }) {
+		t.Fatal("maintenance did not start")
+	}
+}
+
+func (ts *testServer) maintenance(ctx context.Context, table string) map[string]any {
+	ts.t.Helper()
+	d := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": table})
+	m, ok := d["maintenance"].(map[string]any)
+	if !ok {
+		ts.t.Fatalf("describe-table has no maintenance: %v", d)
+	}
+	m["segments"] = d["segments"]
+	m["rows"] = d["rows"]
+	return m
+}
+
+// putSmall makes n puts of one step of 20 hosts each to table cpu.
+func (ts *testServer) putSmall(ctx context.Context, first, n int) []row {
+	ts.t.Helper()
+	var all []row
+	for i := range n {
+		rows := genRows(t0.Add(timeOfStep(first+i)), 1, 20)
+		batches := buildBatches(ts.cliMem, rows, len(rows))
+		_, err := ts.put(ctx, pathDesc("cpu"), tsbsSchema, batches...)
+		releaseAll(batches)
+		if err != nil {
+			ts.t.Fatalf("put %d: %v", first+i, err)
+		}
+		all = append(all, rows...)
+	}
+	return all
+}
+
+// TestMaintenanceCompactsSmallSegments: once a table has enough small
+// segments, maintenance compacts them (woken by the append, long before
+// its interval), describe-table says what is pending and what was done,
+// and the table reads the same rows.
+func TestMaintenanceCompactsSmallSegments(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	if m := ts.maintenance(ctx, "cpu"); m["enabled"] != false || m["pending"] != 0.0 {
+		t.Fatalf("before maintenance runs: %v", m)
+	}
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: time.Hour, MinSmallSegments: 6, BytesPerSecond: -1})
+	want := ts.putSmall(ctx, 0, 5)
+	m := ts.maintenance(ctx, "cpu")
+	if m["enabled"] != true || m["small_segments"] != 5.0 || m["pending"] != 0.0 || m["min_small_segments"] != 6.0 || m["runs"] != 0.0 {
+		t.Fatalf("below the threshold: %v", m)
+	}
+	want = append(want, ts.putSmall(ctx, 5, 1)...)
+	if !waitFor(10*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["runs"] == 1.0 }) {
+		t.Fatalf("no compaction after the sixth small segment: %v", ts.maintenance(ctx, "cpu"))
+	}
+	m = ts.maintenance(ctx, "cpu")
+	if m["segments"] != 1.0 || m["small_segments"] != 1.0 || m["pending"] != 0.0 || m["merged"] != 6.0 || m["last_run"] == nil || m["last_error"] != nil {
+		t.Fatalf("after the compaction: %v", m)
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "after maintenance", got.rows, want)
+}
+
+// TestMaintenancePauseAndResume: a paused table is left alone however many
+// small segments it gets; resuming compacts it. The action answers for one
+// table or all, and refuses bad bodies.
+func TestMaintenancePauseAndResume(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 2, BytesPerSecond: -1})
+	res := ts.mustAction(ctx, ActionMaintenance, map[string]any{"table": "cpu", "paused": true})
+	tables := res["tables"].([]any)
+	if res["enabled"] != true || res["paused_all"] != false || len(tables) != 1 || tables[0].(map[string]any)["paused"] != true {
+		t.Fatalf("pause: %v", res)
+	}
+	want := ts.putSmall(ctx, 0, 4)
+	time.Sleep(300 * time.Millisecond) // six ticks
+	if m := ts.maintenance(ctx, "cpu"); m["segments"] != 4.0 || m["paused"] != true || m["pending"] != 0.0 || m["runs"] != 0.0 {
+		t.Fatalf("paused table after 4 small puts: %v", m)
+	}
+	// Pausing everything and resuming everything.
+	if res := ts.mustAction(ctx, ActionMaintenance, map[string]any{"paused": true}); res["paused_all"] != true {
+		t.Fatalf("pause all: %v", res)
+	}
+	if res := ts.mustAction(ctx, ActionMaintenance, map[string]any{"paused": false}); res["paused_all"] != false {
+		t.Fatalf("resume all: %v", res)
+	}
+	if !waitFor(10*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["segments"] == 1.0 }) {
+		t.Fatalf("not compacted after resuming: %v", ts.maintenance(ctx, "cpu"))
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "after resuming", got.rows, want)
+	// Status of every table.
+	if res := ts.mustAction(ctx, ActionMaintenance, map[string]any{}); len(res["tables"].([]any)) != 1 {
+		t.Fatalf("status of all tables: %v", res)
+	}
+	_, err = ts.action(ctx, ActionMaintenance, map[string]any{"table": "nope"})
+	wantCode(t, "unknown table", err, codes.NotFound, `"nope"`)
+	_, err = ts.action(ctx, ActionMaintenance, map[string]any{"table": "../x"})
+	wantCode(t, "bad table name", err, codes.InvalidArgument, "not allowed")
+	_, err = ts.action(ctx, ActionMaintenance, map[string]any{"pause": true})
+	wantCode(t, "unknown field", err, codes.InvalidArgument, "pause")
+	_, err = ts.action(ctx, ActionMaintenance, map[string]any{"paused": "yes"})
+	wantCode(t, "paused not a bool", err, codes.InvalidArgument, "paused")
+}
+
+// TestMaintenanceDuringAppends: writers keep appending while maintenance
+// compacts: no append fails, and the table ends with every row once.
+func TestMaintenanceDuringAppends(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 20 * time.Millisecond, MinSmallSegments: 2, BytesPerSecond: -1})
+	const writers, puts = 4, 15
+	var (
+		mu   sync.Mutex
+		want []row
+		wg   sync.WaitGroup
+	)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range puts {
+				rows := genRows(t0.Add(timeOfStep(w*1000+p)), 1, 10)
+				batches := buildBatches(ts.cliMem, rows, len(rows))
+				_, err := ts.put(ctx, pathDesc("cpu"), tsbsSchema, batches...)
+				releaseAll(batches)
+				if err != nil {
+					t.Errorf("writer %d put %d: %v", w, p, err)
+					return
+				}
+				mu.Lock()
+				want = append(want, rows...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if !waitFor(10*time.Second, func() bool { m := ts.maintenance(ctx, "cpu"); return m["pending"] == 0.0 && m["running"] == false }) {
+		t.Fatalf("maintenance did not settle: %v", ts.maintenance(ctx, "cpu"))
+	}
+	m := ts.maintenance(ctx, "cpu")
+	if m["runs"] == 0.0 || m["rows"] != float64(len(want)) {
+		t.Fatalf("after the appends: %v", m)
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "appends during maintenance", got.rows, want)
+	t.Logf("%d puts, %d compactions merging %v segments, %v segments left", writers*puts, int(m["runs"].(float64)), m["merged"], m["segments"])
+}
+
+// TestMaintenanceRunsOnce: a second RunMaintenance on one service is
+// refused while the first runs.
+func TestMaintenanceRunsOnce(t *testing.T) {
+	ts := startServer(t, nil)
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: time.Hour})
+	if err := ts.svc.RunMaintenance(context.Background(), nil); err == nil {
+		t.Fatal("a second RunMaintenance was accepted")
+	}
+}
