@@ -295,3 +295,11 @@ func unreadableInfo(desc *flight.FlightDescriptor, p TableProblem, alloc memory.
 		AppMetadata:      meta,
 	}
 }
+
+// cached returns the open handle of table name, if the catalog holds one.
+func (c *catalog) cached(name string) (*tableformat.Table, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tb, ok := c.tables[name]
+	return tb, ok
+}

@@ -35,6 +35,12 @@ type MaintenanceOptions struct {
 	// with MaxGroups 1, so that the rate bound and a pause act between
 	// groups). DryRun is ignored.
 	Compact *tableformat.CompactOptions
+	// QuietAfter is how long after its last append (through this server)
+	// a table counts as quiet: then every small segment it has is merged,
+	// whatever their number (0 = 30 s; negative = never). Until then only
+	// segments of similar sizes are merged (see tierBound), which bounds
+	// how often a row is rewritten while appends go on.
+	QuietAfter time.Duration
 	// Paused starts with maintenance paused for every table (the
 	// maintenance action resumes it).
 	Paused bool
@@ -55,6 +61,9 @@ func (o *MaintenanceOptions) resolve() MaintenanceOptions {
 	}
 	if r.BytesPerSecond == 0 {
 		r.BytesPerSecond = 32 << 20
+	}
+	if r.QuietAfter == 0 {
+		r.QuietAfter = 30 * time.Second
 	}
 	c := tableformat.DefaultCompactOptions()
 	if o.Compact != nil {
@@ -78,6 +87,8 @@ type maintainer struct {
 	paused    map[string]bool
 	tables    map[string]*tableMaintenance
 	wake      chan struct{}
+	// lastAppend is when each table handle last took an append.
+	lastAppend map[*tableformat.Table]time.Time
 }
 
 // tableMaintenance is what maintenance did to one table.
@@ -96,8 +107,9 @@ type MaintenanceInfo struct {
 	// Enabled is false when the server runs no maintenance.
 	Enabled bool `json:"enabled"`
 	Paused  bool `json:"paused"`
-	// Pending is the number of small segments the policy will compact
-	// (0 while the table has fewer than min_small_segments).
+	// Pending is the number of small segments the policy will compact: a
+	// full size tier at once, or every small segment (when there are 2 or
+	// more) once the table is quiet. 0 when paused.
 	Pending int `json:"pending"`
 	// SmallSegments and SmallBytes count the table's small segments.
 	SmallSegments    int    `json:"small_segments"`
@@ -113,7 +125,8 @@ type MaintenanceInfo struct {
 }
 
 func newMaintainer() *maintainer {
-	return &maintainer{paused: map[string]bool{}, tables: map[string]*tableMaintenance{}, wake: make(chan struct{}, 1)}
+	return &maintainer{paused: map[string]bool{}, tables: map[string]*tableMaintenance{}, wake: make(chan struct{}, 1),
+		lastAppend: map[*tableformat.Table]time.Time{}}
 }
 
 // RunMaintenance compacts the tables under the root as opts says until ctx
@@ -195,6 +208,69 @@ func (m *maintainer) smallSegments(st *tableformat.State) (n int, bytes uint64) 
 	return n, bytes
 }
 
+// Size tiers. While a table takes appends, maintenance merges segments
+// only once MinSmallSegments of them are below one tier bound (64 KiB,
+// 512 KiB, 4 MiB, ... up to the small-segment bound, each MinSmallSegments
+// times the last), the lowest such bound: a merged segment lands in a
+// higher tier and is merged again only with segments grown to its size.
+// A row is so rewritten about once per tier (five or six times from 100-row
+// appends to 128 MiB segments), not once per compaction, as merging every
+// small segment each time would (the write amplification of size-tiered
+// compaction in Cassandra and of LSM levels).
+const tierBase = 64 << 10
+
+// tierBound returns the lowest tier bound under which st has at least
+// MinSmallSegments segments, and how many it has there; 0 when none has.
+func (m *maintainer) tierBound(st *tableformat.State) (bound int64, n int) {
+	small := m.smallBound()
+	sizes := make([]int64, 0, len(st.Segments))
+	for i := range st.Segments {
+		if fs := st.Segments[i].FileSize; fs != nil && int64(*fs) < small {
+			sizes = append(sizes, int64(*fs))
+		}
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	for b := int64(tierBase); ; b *= int64(m.opts.MinSmallSegments) {
+		b = min(b, small)
+		n := sort.Search(len(sizes), func(i int) bool { return sizes[i] >= b })
+		if n >= m.opts.MinSmallSegments {
+			return b, n
+		}
+		if b == small {
+			return 0, 0
+		}
+	}
+}
+
+func (m *maintainer) smallBound() int64 {
+	c := m.opts.Compact
+	small := c.SmallBytes
+	if small <= 0 {
+		target := c.TargetBytes
+		if target <= 0 {
+			target = tableformat.DefaultCompactOptions().TargetBytes
+		}
+		small = target / 2
+	}
+	return small
+}
+
+// plan says what maintenance would compact in st now: the segments under
+// the compaction's SmallBytes bound (bound), and how many there are.
+// A quiet table merges every small segment (at least 2); a busy one the
+// lowest full tier.
+func (m *maintainer) plan(tb *tableformat.Table, st *tableformat.State) (bound int64, n int) {
+	if b, k := m.tierBound(st); b > 0 {
+		return b, k
+	}
+	small, _ := m.smallSegments(st)
+	last, seen := m.lastAppend[tb]
+	if m.opts.QuietAfter > 0 && small >= 2 && (!seen || time.Since(last) >= m.opts.QuietAfter) {
+		return m.smallBound(), small
+	}
+	return 0, 0
+}
+
 func (m *maintainer) isPaused(name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -224,15 +300,20 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 		if st == nil || st.Meta.CheckWrite() != nil {
 			return
 		}
-		if n, _ := m.smallSegments(st); n < m.opts.MinSmallSegments {
+		m.mu.Lock()
+		bound, _ := m.plan(tb, st)
+		if bound == 0 {
+			m.mu.Unlock()
 			return
 		}
-		m.mu.Lock()
 		e := m.entry(name)
 		e.running = true
 		m.mu.Unlock()
+		copts := *m.opts.Compact
+		copts.SmallBytes = bound
+		copts.MinSegments = 2
 		start := time.Now()
-		rep, err := tb.Compact(ctx, m.opts.Compact)
+		rep, err := tb.Compact(ctx, &copts)
 		took := time.Since(start)
 		m.mu.Lock()
 		e.running = false
@@ -285,8 +366,14 @@ func (s *Service) maintenanceInfo(name string, st *tableformat.State) *Maintenan
 		return info
 	}
 	info.SmallSegments, info.SmallBytes = m.smallSegments(st)
-	if info.SmallSegments >= m.opts.MinSmallSegments && !info.Paused {
-		info.Pending = info.SmallSegments
+	if !info.Paused {
+		// What the policy will merge: a full tier now, or else every small
+		// segment once the table is quiet.
+		if _, n := m.tierBound(st); n > 0 {
+			info.Pending = n
+		} else if m.opts.QuietAfter > 0 && info.SmallSegments >= 2 {
+			info.Pending = info.SmallSegments
+		}
 	}
 	if e := m.tables[name]; e != nil {
 		info.Running, info.Runs, info.Merged, info.LastError = e.running, e.runs, e.merged, e.lastError
@@ -304,19 +391,21 @@ type describeWithMaintenance struct {
 	Maintenance *MaintenanceInfo `json:"maintenance"`
 }
 
-// noteAppend is called after a committed append: when it leaves the table
-// with enough small segments, the maintenance loop looks at once instead of
+// noteAppend is called after a committed append to tb: when it leaves the
+// table with a tier to merge, the maintenance loop looks at once instead of
 // at its next tick.
-func (s *Service) noteAppend(st *tableformat.State) {
+func (s *Service) noteAppend(tb *tableformat.Table) {
 	m := s.maint
 	m.mu.Lock()
-	on := m.on
-	m.mu.Unlock()
-	if !on || st == nil {
+	defer m.mu.Unlock()
+	if !m.on {
 		return
 	}
-	if n, _ := m.smallSegments(st); n >= m.opts.MinSmallSegments {
-		m.poke()
+	m.lastAppend[tb] = time.Now()
+	if st := tb.State(); st != nil {
+		if b, _ := m.tierBound(st); b > 0 {
+			m.poke()
+		}
 	}
 }
 

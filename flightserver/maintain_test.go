@@ -75,7 +75,8 @@ func TestMaintenanceCompactsSmallSegments(t *testing.T) {
 	startMaintenance(t, ts, &MaintenanceOptions{Interval: time.Hour, MinSmallSegments: 6, BytesPerSecond: -1})
 	want := ts.putSmall(ctx, 0, 5)
 	m := ts.maintenance(ctx, "cpu")
-	if m["enabled"] != true || m["small_segments"] != 5.0 || m["pending"] != 0.0 || m["min_small_segments"] != 6.0 || m["runs"] != 0.0 {
+	// Pending: merged once the table is quiet (30 s), if no tier fills first.
+	if m["enabled"] != true || m["small_segments"] != 5.0 || m["pending"] != 5.0 || m["min_small_segments"] != 6.0 || m["runs"] != 0.0 {
 		t.Fatalf("below the threshold: %v", m)
 	}
 	want = append(want, ts.putSmall(ctx, 5, 1)...)
@@ -146,7 +147,7 @@ func TestMaintenanceDuringAppends(t *testing.T) {
 	ts := startServer(t, nil)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
-	startMaintenance(t, ts, &MaintenanceOptions{Interval: 20 * time.Millisecond, MinSmallSegments: 2, BytesPerSecond: -1})
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 20 * time.Millisecond, MinSmallSegments: 2, BytesPerSecond: -1, QuietAfter: 300 * time.Millisecond})
 	const writers, puts = 4, 15
 	var (
 		mu   sync.Mutex
@@ -196,4 +197,43 @@ func TestMaintenanceRunsOnce(t *testing.T) {
 	if err := ts.svc.RunMaintenance(context.Background(), nil); err == nil {
 		t.Fatal("a second RunMaintenance was accepted")
 	}
+}
+
+// TestMaintenanceTiers: while a table takes appends, only segments of
+// similar size are merged (a large one is not rewritten for every few
+// small ones); once the table is quiet, every small segment is.
+func TestMaintenanceTiers(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 4, BytesPerSecond: -1, QuietAfter: 3 * time.Second})
+	big := genRows(t0.Add(timeOfStep(10000)), 1000, 40)
+	batches := buildBatches(ts.cliMem, big, 8192)
+	_, err := ts.put(ctx, pathDesc("cpu"), tsbsSchema, batches...)
+	releaseAll(batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ts.maintenance(ctx, "cpu"); m["small_bytes"].(float64) < tierBase {
+		t.Fatalf("the big put wrote %v bytes, want a segment over the first tier (%d)", m["small_bytes"], tierBase)
+	}
+	want := append(big, ts.putSmall(ctx, 0, 4)...)
+	if !waitFor(2*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["runs"] == 1.0 }) {
+		t.Fatalf("the four small segments were not merged: %v", ts.maintenance(ctx, "cpu"))
+	}
+	if m := ts.maintenance(ctx, "cpu"); m["segments"] != 2.0 || m["merged"] != 4.0 {
+		t.Fatalf("busy table: %v, want the big segment kept and the four small ones merged", m)
+	}
+	// Quiet: the two small segments become one.
+	if !waitFor(10*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["segments"] == 1.0 }) {
+		t.Fatalf("quiet table not merged: %v", ts.maintenance(ctx, "cpu"))
+	}
+	if m := ts.maintenance(ctx, "cpu"); m["runs"] != 2.0 || m["merged"] != 6.0 || m["pending"] != 0.0 {
+		t.Fatalf("after the quiet merge: %v", m)
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "after the tiers", got.rows, want)
 }

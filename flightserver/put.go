@@ -75,7 +75,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
 		return err
 	}
-	s.noteAppend(tb.State())
+	s.noteAppend(tb)
 	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Rows, Segment: res.Segment.Path})
 	if err != nil {
 		return Status(err)

@@ -118,7 +118,7 @@ func TestScopeMaintenanceBody(t *testing.T) {
 		{`{"table":"cpu","paused":true}`, true},
 		{`{"paused":false}`, true},
 		{`{"table":"cpu","Paused":true}`, true}, // matched as the action matches it
-		{`{"paused":true,"paused":null}`, true},  // a key twice is refused
+		{`{"paused":true,"paused":null}`, true}, // a key twice is refused
 		{`{"table":"cpu","PAUSED":true,"paused":null}`, true},
 		{`{"table":"../x"}`, true}, // the action refuses it too
 		{`{"table":"cpu","bogus":1}`, true},

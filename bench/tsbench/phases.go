@@ -70,7 +70,7 @@ func tableSpec(name string) map[string]any {
 func (b *bench) ingest(ctx context.Context) error {
 	root := filepath.Join(b.cfg.work, "ts-ingest")
 	os.RemoveAll(root)
-	srv, err := startServer(b.cfg.tsflight, root)
+	srv, err := startServer(b.cfg.tsflight, root, noMaintenance...)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (b *bench) startScanServer() error {
 	if b.srv != nil {
 		return nil
 	}
-	srv, err := startServer(b.cfg.tsflight, b.root)
+	srv, err := startServer(b.cfg.tsflight, b.root, noMaintenance...)
 	if err != nil {
 		return err
 	}

@@ -159,11 +159,22 @@ func listenRE(name string) *regexp.Regexp {
 	return regexp.MustCompile(regexp.QuoteMeta(name) + ` listening on ([^\s"]+)`)
 }
 
-// startServer runs "tsflight serve" on root.
-func startServer(bin, root string) (*child, error) {
-	argv := []string{bin, "serve", "--root", root, "--listen", "127.0.0.1:0"}
+// startServer runs "tsflight serve" on root, with extra flags.
+func startServer(bin, root string, extra ...string) (*child, error) {
+	argv := append([]string{bin, "serve", "--root", root, "--listen", "127.0.0.1:0"}, extra...)
 	return startChild("tsflight serve", listeningRE, argv...)
 }
+
+// noMaintenance keeps the servers of the TSBS workloads from compacting
+// while they are timed: their figures stay comparable with earlier runs
+// and with the peers, which do no maintenance. The stream workload runs
+// with it (streamMaintenance).
+var noMaintenance = []string{"--maintenance-interval", "0"}
+
+// streamMaintenance is the stream workload's maintenance: the server's
+// policy, with a table counting as quiet 2 s after its last append (30 s
+// by default) so that settling does not wait half a minute.
+var streamMaintenance = []string{"--maintenance-interval", "1s", "--maintenance-quiet-after", "2s"}
 
 // runJSON runs argv to completion and decodes its standard output (one
 // JSON document) into out; its peak RSS is returned.

@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 	"io/fs"
 	"os"
@@ -176,7 +178,16 @@ func settle(ctx context.Context, c flight.Client, table string, timeout time.Dur
 		pending, known := maintenancePending(info)
 		switch {
 		case known && !pending:
-			return strings.Join(append(how, fmt.Sprintf("describe-table: nothing pending after %d poll(s)", polls)), "; "), nil
+			how = append(how, fmt.Sprintf("describe-table: nothing pending after %d poll(s)", polls))
+			// The files compaction replaced stay for the snapshot keep
+			// window; measuring disk "after vacuum" drops them (with a
+			// window of 0, as Delta's VACUUM RETAIN 0 HOURS), and the
+			// orphans of nothing.
+			v, err := vacuumAll(ctx, c, table)
+			if err != nil {
+				return "", err
+			}
+			return strings.Join(append(how, v), "; "), nil
 		case known:
 			if time.Now().After(deadline) {
 				return "", fmt.Errorf("settle %s: maintenance still pending after %v (%s)", table, timeout, info["maintenance"])
@@ -207,6 +218,23 @@ func settle(ctx context.Context, c flight.Client, table string, timeout time.Dur
 			how = append(how, "vacuum (retention 0s, applied)")
 		}
 	}
+}
+
+// vacuumAll runs the vacuum action with a zero keep window for replaced
+// files when the server knows keep_snapshots, else for orphans only.
+func vacuumAll(ctx context.Context, c flight.Client, table string) (string, error) {
+	body := map[string]any{"table": table, "retention": "0s", "keep_snapshots": "0s", "apply": true}
+	err := action(ctx, c, "vacuum", body, nil)
+	if status.Code(err) == codes.InvalidArgument && strings.Contains(err.Error(), "keep_snapshots") {
+		delete(body, "keep_snapshots")
+		if err = action(ctx, c, "vacuum", body, nil); err == nil {
+			return "vacuum (orphans, retention 0s; this server keeps replaced files)", nil
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return "vacuum (retention 0s, keep_snapshots 0s, applied)", nil
 }
 
 // listActions is the set of action types the server lists.
@@ -279,7 +307,7 @@ type streamSide struct {
 }
 
 func (sd *streamSide) start(bin string) error {
-	srv, err := startServer(bin, sd.root)
+	srv, err := startServer(bin, sd.root, streamMaintenance...)
 	if err != nil {
 		return err
 	}
@@ -677,7 +705,7 @@ func (b *bench) streamWriters(ctx context.Context) error {
 	cfg := b.cfg
 	root := filepath.Join(cfg.work, "stream-c")
 	os.RemoveAll(root)
-	srv, err := startServer(cfg.tsflight, root)
+	srv, err := startServer(cfg.tsflight, root, streamMaintenance...)
 	if err != nil {
 		return err
 	}

@@ -84,11 +84,12 @@ while other streams wait for the budget has its connection closed after
 
 Maintenance (docs/design.md): every --maintenance-interval (default 10s;
 0 = off) and whenever an append leaves a table with
---maintenance-min-segments small segments (default 8), the server compacts
-that table's small segments into large sorted ones, one group at a time,
-reading at most --maintenance-rate bytes per second (default 32MiB). The
-maintenance action shows what is pending and pauses or resumes it;
---maintenance-paused starts paused.
+--maintenance-min-segments small segments of one size tier (default 8),
+the server merges them into a larger sorted one, one group at a time,
+reading at most --maintenance-rate bytes per second (default 32MiB); once
+a table had no append for --maintenance-quiet-after (default 30s), all its
+small segments are merged. The maintenance action shows what is pending
+and pauses or resumes it; --maintenance-paused starts paused.
 
 Authentication and TLS (docs/security.md): --auth-tokens FILE holds one
 token per line (its SHA-256 hash, as tsflight token new writes it) with
@@ -141,6 +142,7 @@ type serveConfig struct {
 	maintMinSegs    int
 	maintRate       byteSize
 	maintPaused     bool
+	maintQuiet      time.Duration
 	demo            bool
 	sec             securityFlags
 	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
@@ -173,6 +175,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.maintInterval, "maintenance-interval", 10*time.Second, "how often background maintenance looks at every table to compact small segments (`duration`, 0 = no maintenance; appends that leave enough small segments wake it earlier)")
 	fs.IntVar(&cfg.maintMinSegs, "maintenance-min-segments", 8, "small segments a table must have before maintenance compacts it (`n`)")
 	fs.Var(&cfg.maintRate, "maintenance-rate", "bytes of segments per second maintenance may read and rewrite (`size`, 0 = 32MiB), so that compaction leaves the cores to queries and appends")
+	fs.DurationVar(&cfg.maintQuiet, "maintenance-quiet-after", 30*time.Second, "how long after its last append a table counts as quiet, when maintenance merges all its small segments instead of only those of one size tier (`duration`, -1s = never)")
 	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
@@ -211,6 +214,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--maintenance-interval must not be negative (0 turns maintenance off), got %s", cfg.maintInterval)
 	case cfg.maintMinSegs < 2:
 		return nil, usagef("--maintenance-min-segments must be at least 2, got %d", cfg.maintMinSegs)
+	case cfg.maintQuiet == 0:
+		return nil, usagef("--maintenance-quiet-after must be positive, or negative for never, got 0")
 	case cfg.maintRate < 0:
 		return nil, usagef("--maintenance-rate must not be negative, got %s", cfg.maintRate.String())
 	case cfg.maxResultRows < 0:
@@ -362,7 +367,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		go func() {
 			defer close(maintDone)
 			_ = svc.RunMaintenance(mctx, &flightserver.MaintenanceOptions{Interval: cfg.maintInterval, MinSmallSegments: cfg.maintMinSegs,
-				BytesPerSecond: int64(cfg.maintRate), Paused: cfg.maintPaused})
+				BytesPerSecond: int64(cfg.maintRate), QuietAfter: cfg.maintQuiet, Paused: cfg.maintPaused})
 		}()
 		defer func() { stopMaint(); <-maintDone }() // a compaction cut short commits nothing
 	}
