@@ -25,12 +25,13 @@ const (
 
 var actionTypes = []*flight.ActionType{
 	{Type: ActionCreateTable, Description: `Create a table. Body: {"table", "index_column", "index_type": "timestamp"|"int64"|"uint64", "granularity": "10s"|"1m"|"1h"|"1d"|integer, "entity_columns": [...], "timezone"}. Result: {"table", "version"}.`},
-	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes, created_at.`},
+	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes, created_at, properties.`},
 	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}, "version"?}. Result: intervals, identities, expected, covered, ratio.`},
 	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?, "version"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
 	{Type: ActionCoverageGrid, Description: `Coverage heat map, entities down and time across. Body: {"table", "start"?, "end"?, "columns"?: 1-4096 (default 200), "rows"?: 1-4096 (default 200), "version"?}. Result: start, end, intervals, identities, entity_columns, edges, column_intervals, rows [{first, last, identities}], covered [[...]].`},
 	{Type: ActionAddColumns, Description: `Add nullable columns. Body: {"table", "columns": [{"name", "type", "nullable": true}]} with Arrow type names (float64, int64, utf8, bool, timestamp[us, UTC], decimal128(10, 2), ...). Result: {"table", "version"}.`},
-	{Type: ActionVacuum, Description: `Find (and with "apply": true delete) files no commit references: leftovers of appends that never committed. Body: {"table", "older_than"?: RFC 3339 (default: an hour ago; never in the future), "apply"?: false}. Result: version, older_than, applied, artifacts [{path, size, modified, kind, disposition, reason}], totals.`},
+	{Type: ActionSetProperties, Description: `Set table properties (tsflight.keep-snapshots: how long older versions stay readable, a duration, default 168h). Body: {"table", "properties": {name: value, ...}} (an empty value removes the property). Result: {"table", "version", "properties"}.`},
+	{Type: ActionVacuum, Description: `Find (and with "apply": true delete) files no commit references (leftovers of appends that never committed) and files only expired versions hold (segments replaced by compaction, superseded coverage snapshots). Body: {"table", "older_than"?: RFC 3339 or "retention"?: duration (default: 7 days ago; never in the future), "keep_snapshots"?: duration (default: the table's), "apply"?: false}. Result: version, older_than, keep_snapshots, superseded_before, applied, artifacts [{path, size, modified, kind, disposition, reason}], totals.`},
 	{Type: ActionCheck, Description: `Check tables for damage: every commit replays, CURRENT is current, live segments are present with the recorded size, rows and footer, coverage sidecars and the table coverage snapshot agree with their data. With "repair": true, republish CURRENT and rebuild the table coverage snapshot when they are wrong (nothing is deleted). Body: {"table"} or {"tables": [...]} or {} for all, "repair"?: false. Result: ok, repair, tables [{table, ok, version, current, segments, rows, findings [{severity, code, path, version, problem, action, repairable, repaired, repair}]}].`},
 	{Type: ActionMaintenance, Description: `Background maintenance (compaction of small segments) status, pause and resume. Body: {"table"?, "paused"?: bool} ({} for every table; "paused" pauses or resumes, for the table or all). Result: enabled, paused_all, tables [{table, enabled, paused, pending, small_segments, small_bytes, min_small_segments, running, runs, merged, last_run, last_error}].`},
 	{Type: ActionCompact, Description: `Merge small segments into large ones sorted by (entity, index), in one commit that replaces them (rows and coverage unchanged; the replaced files stay on disk). Body: {"table", "dry_run"?: false}. Result: table, starting_version, committed_version, dry_run, no_op, retries, groups [{sources, source_bytes, rows, index_min, index_max, outputs, output_bytes}], dropped_groups, remaining, source_segments, output_segments, rows_read, rows_written, bytes_before, bytes_after.`},
@@ -112,6 +113,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.coverageGrid(ctx, body)
 	case ActionAddColumns:
 		return s.addColumns(ctx, body)
+	case ActionSetProperties:
+		return s.setProperties(ctx, body)
 	case ActionVacuum:
 		return s.vacuum(ctx, body)
 	case ActionCheck:

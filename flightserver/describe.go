@@ -1,6 +1,8 @@
 package flightserver
 
 import (
+	"maps"
+
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -33,6 +35,8 @@ type tableInfo struct {
 	Rows            uint64      `json:"rows"`
 	Bytes           uint64      `json:"bytes"`
 	CreatedAt       string      `json:"created_at"`
+	// Properties are the table properties ({} when none).
+	Properties map[string]string `json:"properties"`
 }
 
 func describe(name string, st *tableformat.State) (*tableInfo, error) {
@@ -51,9 +55,13 @@ func describe(name string, st *tableformat.State) (*tableInfo, error) {
 			EntityColumns: append([]string{}, ix.EntityColumns...),
 			Timezone:      ix.Kind.Timezone,
 		},
-		Segments:  len(st.Segments),
-		Rows:      st.RowCount(),
-		CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		Segments:   len(st.Segments),
+		Rows:       st.RowCount(),
+		CreatedAt:  m.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		Properties: maps.Clone(st.Properties),
+	}
+	if info.Properties == nil {
+		info.Properties = map[string]string{}
 	}
 	if ix.Kind.Type == tableformat.IndexTimestamp {
 		info.Index.Granularity = ix.Kind.Time.String()

@@ -75,7 +75,6 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
 		return err
 	}
-	s.noteAppend(tb)
 	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Rows, Segment: res.Segment.Path})
 	if err != nil {
 		return Status(err)
@@ -168,6 +167,7 @@ func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.R
 	if err != nil {
 		return nil, Status(err)
 	}
+	s.noteAppend(tb) // maintenance may have a tier to merge now
 	return res, nil
 }
 

@@ -77,6 +77,7 @@ func TestRoundTrip(t *testing.T) {
 		// This server runs no maintenance (RunMaintenance).
 		"maintenance": map[string]any{"enabled": false, "paused": false, "pending": 0.0, "small_segments": 0.0, "small_bytes": 0.0,
 			"min_small_segments": 0.0, "running": false, "runs": 0.0, "merged": 0.0},
+		"properties": map[string]any{},
 	}
 	if _, ok := desc["created_at"].(string); !ok {
 		t.Fatalf("describe-table: created_at %v is not a string", desc["created_at"])
@@ -152,7 +153,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

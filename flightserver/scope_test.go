@@ -24,6 +24,7 @@ import (
 var flightActionWrites = map[string]bool{
 	ActionCreateTable:   true,
 	ActionAddColumns:    true,
+	ActionSetProperties: true,
 	ActionDescribeTable: false,
 	ActionCoverage:      false,
 	ActionGaps:          false,

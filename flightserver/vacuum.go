@@ -1,5 +1,5 @@
-// The vacuum action: orphan-file cleanup of one table (tableformat's
-// Vacuum) over DoAction, a dry run unless "apply" is true.
+// The vacuum action: orphan-file cleanup and expiry of one table
+// (tableformat's Vacuum) over DoAction, a dry run unless "apply" is true.
 
 package flightserver
 
@@ -21,7 +21,10 @@ type vacuumRequest struct {
 	// Retention is a Go duration ("2h", "30m"): the cutoff is the
 	// server's now minus it. At most one of OlderThan and Retention.
 	Retention *string `json:"retention,omitempty"`
-	Apply     bool    `json:"apply,omitempty"`
+	// KeepSnapshots is a Go duration: the keep window of this run instead
+	// of the table's tsflight.keep-snapshots property.
+	KeepSnapshots *string `json:"keep_snapshots,omitempty"`
+	Apply         bool    `json:"apply,omitempty"`
 }
 
 // VacuumArtifact is one file of a vacuum answer.
@@ -43,18 +46,24 @@ type VacuumTotals struct {
 	Removable      int   `json:"removable"`
 	Deleted        int   `json:"deleted"`
 	AlreadyAbsent  int   `json:"already_absent"`
+	Expired        int   `json:"expired"`
 	RemovableBytes int64 `json:"removable_bytes"`
 	DeletedBytes   int64 `json:"deleted_bytes"`
 }
 
 // VacuumResult is the answer of the vacuum action.
 type VacuumResult struct {
-	Table     string           `json:"table"`
-	Version   uint64           `json:"version"`
-	OlderThan string           `json:"older_than"`
-	Applied   bool             `json:"applied"`
-	Artifacts []VacuumArtifact `json:"artifacts"`
-	Totals    VacuumTotals     `json:"totals"`
+	Table     string `json:"table"`
+	Version   uint64 `json:"version"`
+	OlderThan string `json:"older_than"`
+	// KeepSnapshots is the keep window used (a Go duration) and
+	// SupersededBefore the cutoff it gave: versions superseded before it
+	// are expired.
+	KeepSnapshots    string           `json:"keep_snapshots"`
+	SupersededBefore string           `json:"superseded_before"`
+	Applied          bool             `json:"applied"`
+	Artifacts        []VacuumArtifact `json:"artifacts"`
+	Totals           VacuumTotals     `json:"totals"`
 }
 
 func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
@@ -83,6 +92,16 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		}
 		opts.OlderThan = time.Now().Add(-d)
 	}
+	if req.KeepSnapshots != nil {
+		d, err := time.ParseDuration(*req.KeepSnapshots)
+		switch {
+		case err != nil:
+			return nil, invalid("vacuum: keep_snapshots %q is not a duration (for example 168h, 30m or 0s)", *req.KeepSnapshots)
+		case d < 0:
+			return nil, invalid("vacuum: keep_snapshots %q is negative", *req.KeepSnapshots)
+		}
+		opts.KeepSnapshots = &d
+	}
 	tb, err := s.Table(ctx, req.Table)
 	if err != nil {
 		return nil, err
@@ -94,13 +113,14 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		return nil, Status(&tableError{name: req.Table, err: err})
 	}
 	if rep.Applied {
-		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "deleted_bytes", rep.DeletedBytes, "by", callerName(ctx))
+		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", callerName(ctx))
 	}
 	out := VacuumResult{
 		Table: req.Table, Version: rep.Version, OlderThan: rep.OlderThan.UTC().Format(time.RFC3339Nano), Applied: rep.Applied,
+		KeepSnapshots: rep.KeepSnapshots.String(), SupersededBefore: rep.SupersededBefore.UTC().Format(time.RFC3339Nano),
 		Artifacts: make([]VacuumArtifact, len(rep.Artifacts)),
 		Totals: VacuumTotals{Files: rep.Files, Referenced: rep.Referenced, Retained: rep.Retained, Removable: rep.Removable,
-			Deleted: rep.Deleted, AlreadyAbsent: rep.AlreadyAbsent, RemovableBytes: rep.RemovableBytes, DeletedBytes: rep.DeletedBytes},
+			Deleted: rep.Deleted, AlreadyAbsent: rep.AlreadyAbsent, Expired: rep.Expired, RemovableBytes: rep.RemovableBytes, DeletedBytes: rep.DeletedBytes},
 	}
 	for i, a := range rep.Artifacts {
 		out.Artifacts[i] = VacuumArtifact{Path: a.Path, Size: a.Size, Modified: a.ModTime.UTC().Format(time.RFC3339Nano), Kind: a.Kind,

@@ -351,6 +351,7 @@ var sqlActionWrites = map[string]bool{
 	// plain Flight (vacuum: a dry run; with apply it writes)
 	flightserver.ActionCreateTable:   true,
 	flightserver.ActionAddColumns:    true,
+	flightserver.ActionSetProperties: true,
 	flightserver.ActionDescribeTable: false,
 	flightserver.ActionCoverage:      false,
 	flightserver.ActionGaps:          false,

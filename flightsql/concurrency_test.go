@@ -180,7 +180,10 @@ func TestConcurrencySQLWholeCommits(t *testing.T) {
 		t.Fatal("the readers completed no query")
 	}
 	d := s.describeTable(ctx, "cpu")
-	if d["version"] != json.Number(strconv.Itoa(total+1)) || d["segments"] != json.Number(strconv.Itoa(total)) {
+	// Appends may share commits (group commit): one segment per commit
+	// after the create, at most one commit per append.
+	v, _ := strconv.Atoi(string(d["version"].(json.Number)))
+	if v < 2 || v > total+1 || d["segments"] != json.Number(strconv.Itoa(v-1)) {
 		t.Fatalf("describe-table after the trial: %v", d)
 	}
 }

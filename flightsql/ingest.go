@@ -121,8 +121,8 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, err
 	}
-	s.log.Debug("ingest", "table", name, "version", res.Version, "rows", res.Segment.RowCount)
-	return int64(res.Segment.RowCount), nil
+	s.log.Debug("ingest", "table", name, "version", res.Version, "rows", res.Rows)
+	return int64(res.Rows), nil
 }
 
 // ingestSpec builds the create-table spec of an ingest from its options

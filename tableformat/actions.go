@@ -9,8 +9,10 @@ import (
 )
 
 // Action is one entry of a commit's "actions" array: [AddSegment],
-// [RemoveSegment], [UpdateTableMeta] or [UpdateTableCoverage]. On disk each
-// is an externally tagged object with exactly one key, the action's name.
+// [RemoveSegment], [UpdateTableMeta] or [UpdateTableCoverage], and
+// tsflight's [SetTableProperties], which the 0.9.0 package skips. On disk
+// each is an externally tagged object with exactly one key, the action's
+// name.
 type Action interface {
 	// ActionName is the JSON tag of the action.
 	ActionName() string
@@ -191,7 +193,7 @@ func decodeCommit(data []byte) (*Commit, error) {
 	// Pass 2: typed decoding; unknown action names are skipped.
 	for i, it := range items {
 		if name, err := decodeString(it); err == nil {
-			if slices.Contains(knownActions, name) {
+			if slices.Contains(knownActions, name) || name == actSetTableProperties {
 				return nil, fmt.Errorf("action %d: %s has no payload", i, name)
 			}
 			c.Skipped = append(c.Skipped, name)
@@ -250,6 +252,13 @@ func decodeCommit(data []byte) (*Commit, error) {
 				return nil, fmt.Errorf("action %d (%s): coverage_path: %w", i, name, err)
 			}
 			a = u
+		case actSetTableProperties:
+			// tsflight's extension (properties.go); 0.9.0 skips it.
+			p, err := decodeSetTableProperties(body)
+			if err != nil {
+				return nil, fmt.Errorf("action %d (%s): %w", i, name, err)
+			}
+			a = p
 		default:
 			c.Skipped = append(c.Skipped, name)
 			continue

@@ -115,6 +115,9 @@ func encodeCheckpoint(st *State, cov []byte, now time.Time) ([]byte, error) {
 	if st.Coverage != nil {
 		actions = append(actions, UpdateTableCoverage{Coverage: *st.Coverage})
 	}
+	if a, ok := st.propertiesAction(); ok {
+		actions = append(actions, a) // tables without properties keep their bytes
+	}
 	head, err := (&Commit{Version: st.Version, BaseVersion: st.Version - 1, Timestamp: now.UTC(), Actions: actions}).MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -209,16 +212,31 @@ func decodeCheckpoint(data []byte) (*State, []byte, error) {
 	if len(c.Skipped) > 0 {
 		return nil, nil, fmt.Errorf("head has unknown actions %v", c.Skipped)
 	}
-	if n := len(c.Actions); n == 0 || n > 2 {
-		return nil, nil, fmt.Errorf("head has %d actions, want UpdateTableMeta [, UpdateTableCoverage]", n)
+	const headShape = "UpdateTableMeta [, UpdateTableCoverage] [, SetTableProperties]"
+	acts := c.Actions
+	if n := len(acts); n == 0 || n > 3 {
+		return nil, nil, fmt.Errorf("head has %d actions, want %s", n, headShape)
 	}
-	if _, ok := c.Actions[0].(UpdateTableMeta); !ok {
-		return nil, nil, errors.New("head actions are not UpdateTableMeta [, UpdateTableCoverage]")
+	if _, ok := acts[0].(UpdateTableMeta); !ok {
+		return nil, nil, errors.New("head actions are not " + headShape)
 	}
-	if len(c.Actions) == 2 {
-		if _, ok := c.Actions[1].(UpdateTableCoverage); !ok {
-			return nil, nil, errors.New("head actions are not UpdateTableMeta [, UpdateTableCoverage]")
+	tail := acts[1:]
+	var hasCoverage bool
+	if len(tail) > 0 {
+		_, hasCoverage = tail[0].(UpdateTableCoverage)
+		if hasCoverage {
+			tail = tail[1:]
 		}
+	}
+	if len(tail) > 1 {
+		return nil, nil, errors.New("head actions are not " + headShape)
+	}
+	if len(tail) == 1 {
+		if _, ok := tail[0].(SetTableProperties); !ok {
+			return nil, nil, errors.New("head actions are not " + headShape)
+		}
+	}
+	if hasCoverage {
 		if h.coverageVersion == 0 || h.coverageVersion > h.version {
 			return nil, nil, fmt.Errorf("coverage version %d outside 1..%d", h.coverageVersion, h.version)
 		}

@@ -479,7 +479,10 @@ func TestCheckpointRejectsMalformed(t *testing.T) {
 		}, "0 actions"},
 		{"head with three actions", func(p *ckParts) {
 			p.head = ckHead(t, 12, UpdateTableMeta{Meta: meta}, UpdateTableCoverage{Coverage: ptr}, UpdateTableCoverage{Coverage: ptr})
-		}, "3 actions"},
+		}, "are not UpdateTableMeta"},
+		{"head with four actions", func(p *ckParts) {
+			p.head = ckHead(t, 12, UpdateTableMeta{Meta: meta}, UpdateTableCoverage{Coverage: ptr}, UpdateTableCoverage{Coverage: ptr}, UpdateTableCoverage{Coverage: ptr})
+		}, "4 actions"},
 		{"head starting with a segment", func(p *ckParts) { p.head = ckHead(t, 12, AddSegment{Segment: seg}) }, "are not UpdateTableMeta"},
 		{"head with a removal", func(p *ckParts) { p.head = ckHead(t, 12, UpdateTableMeta{Meta: meta}, RemoveSegment{Path: seg.Path}) }, "are not UpdateTableMeta"},
 		{"head with an unsupported reader feature", func(p *ckParts) { p.head = ckHead(t, 12, UpdateTableMeta{Meta: unsupported}) }, "time_machine"},
@@ -889,7 +892,7 @@ func TestCheckpointCodecCoversTypes(t *testing.T) {
 	for _, c := range []struct {
 		v      any
 		fields int
-	}{{SegmentMeta{}, 8}, {EntityLayout{}, 2}, {EntityValue{}, 4}, {IndexValue{}, 4}, {State{}, 8}, {CoveragePointer{}, 2}} {
+	}{{SegmentMeta{}, 8}, {EntityLayout{}, 2}, {EntityValue{}, 4}, {IndexValue{}, 4}, {State{}, 9}, {CoveragePointer{}, 2}} {
 		if n := reflect.TypeOf(c.v).NumField(); n != c.fields {
 			t.Errorf("%T has %d fields; the checkpoint codec was written for %d: update checkpoint.go, checkpoint.md and this test", c.v, n, c.fields)
 		}

@@ -14,10 +14,16 @@
 //     one; [Table.Refresh] loads newer commits; [Table.Commit] writes the next
 //     version under optimistic concurrency.
 //   - [State] is an immutable snapshot at one version: [TableMeta] (index
-//     spec, logical schema, protocol header), the live [SegmentMeta]s and
-//     the coverage pointer.
+//     spec, logical schema, protocol header), the live [SegmentMeta]s, the
+//     coverage pointer and the table properties.
 //   - [Action] is one log entry: [AddSegment], [RemoveSegment],
-//     [UpdateTableMeta] or [UpdateTableCoverage].
+//     [UpdateTableMeta], [UpdateTableCoverage], or tsflight's
+//     [SetTableProperties] (which the 0.9.0 loader skips).
+//   - [Table.Append] writes one segment per append; small appends arriving
+//     together share one (group commit). [Table.Compact] merges small
+//     segments; [Table.Vacuum] deletes files no retained version needs.
+//   - Every CheckpointInterval commits the state is written beside the log
+//     (a checkpoint), which Open reads instead of replaying every commit.
 //   - storage.FS (package tableformat/storage) is the storage seam: a local
 //     directory, an in-memory file system with a power-loss model, and a
 //     fault-injecting wrapper for tests.

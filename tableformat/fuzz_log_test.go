@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -276,7 +277,11 @@ func FuzzLog(f *testing.F) {
 		if st.Version != uint64(len(parts)) || st.Version != want.Version || len(st.Segments) != len(want.Segments) {
 			t.Fatalf("opened at version %d with %d segments; want %d with %d", st.Version, len(st.Segments), want.Version, len(want.Segments))
 		}
-		tb, err := Open(context.Background(), fsys, nil)
+		// Every older version inside the keep window: a clock at the
+		// year 1, before any commit's timestamp.
+		opts := DefaultOptions()
+		opts.Now = func() time.Time { return time.Time{} }
+		tb, err := Open(context.Background(), fsys, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,10 @@ type State struct {
 	Coverage *CoveragePointer
 	// CoverageVersion is the commit that set Coverage.
 	CoverageVersion uint64
+	// Properties are the table properties that SetTableProperties actions
+	// set (the newest value of each key wins; an empty value removes the
+	// key); nil when there are none. See properties.go.
+	Properties map[string]string
 	// byPath indexes Segments.
 	byPath map[string]int
 	// digest is the SHA-256 of the raw bytes of commit Version and origin
@@ -79,7 +83,8 @@ func (s *State) applyOwned(c *Commit, path string) (*State, error) {
 	return s.applyCommit(c, path, true)
 }
 
-// replayCopy returns a copy of s that applyOwned may consume.
+// replayCopy returns a copy of s that applyOwned may consume. Properties
+// stay shared: applyCommit never modifies the map, it replaces it.
 func (s *State) replayCopy() *State {
 	if s == nil {
 		return nil
@@ -170,6 +175,13 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 			p := a.Coverage
 			next.Coverage = &p
 			next.CoverageVersion = c.Version
+		case SetTableProperties:
+			// Copied on write, owned or not: states share the map.
+			props, err := applyProperties(next.Properties, a)
+			if err != nil {
+				return nil, corruptf(path, c.Version, nil, "action %d: SetTableProperties: %v", i, err)
+			}
+			next.Properties = props
 		}
 	}
 	if next.byPath == nil {

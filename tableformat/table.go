@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tsflight/tsflight/coverage"
 	"github.com/tsflight/tsflight/tableformat/storage"
@@ -28,6 +29,7 @@ type Table struct {
 	newest   newestCache // per-sidecar newest interval per identity
 	union    unionMarker // the segment-union marker is known to exist
 	groups   appendGroups
+	stamps   commitStamps // commit timestamps, for the keep window
 
 	pastMu sync.Mutex
 	past   map[uint64]*State // snapshots of older versions, for pinned reads
@@ -231,6 +233,7 @@ func (t *Table) commitLocked(ctx context.Context, actions []Action) (uint64, err
 type preparedCommit struct {
 	base, next *State
 	data       []byte
+	at         time.Time     // the commit's timestamp
 	staged     *stagedCommit // its files, when written ahead (commitPrepared)
 }
 
@@ -257,7 +260,7 @@ func (t *Table) prepareCommit(base *State, actions []Action) (*preparedCommit, e
 	if err != nil {
 		return nil, invalidf("the commit would not be valid: %v", err)
 	}
-	return &preparedCommit{base: base, next: next, data: data}, nil
+	return &preparedCommit{base: base, next: next, data: data, at: c.Timestamp}, nil
 }
 
 // finishCommitLocked takes the outcome of writing p: on success the handle
@@ -276,6 +279,7 @@ func (t *Table) finishCommitLocked(ctx context.Context, p *preparedCommit, err e
 	p.next.setDigest(digestOf(p.data))
 	t.remember(t.state)
 	t.state = p.next
+	t.stamps.put(p.next.Version, p.at)
 	// Every CheckpointInterval commits, the state is written beside the
 	// log (checkpoint_store.go); a failure is logged, never the commit's.
 	t.maybeCheckpoint(context.WithoutCancel(ctx), p.next)
@@ -334,6 +338,7 @@ func (t *Table) commitPrepared(ctx context.Context, p *preparedCommit) (*State, 
 func (t *Table) dropCaches() {
 	t.covCache.clear()
 	t.union.ready.Store(false)
+	t.stamps.clear()
 	t.newest.mu.Lock()
 	t.newest.m = nil
 	t.newest.mu.Unlock()
@@ -348,6 +353,12 @@ func (t *Table) dropCaches() {
 // them); any other is rebuilt by replaying the log forward from the
 // nearest older one kept (or from the start). Scans planned on one version
 // stay on it while the table moves on.
+//
+// An older version is readable only while it is retained: while the
+// commit that superseded it is younger than the keep window of the
+// handle's snapshot ([State.KeepSnapshots]); an expired one is ErrNotFound
+// naming when it was superseded (see retention.go), since vacuum may have
+// deleted its files.
 func (t *Table) StateAt(ctx context.Context, v uint64) (*State, error) {
 	cur := t.State()
 	if cur != nil && cur.Version == v {
@@ -355,6 +366,9 @@ func (t *Table) StateAt(ctx context.Context, v uint64) (*State, error) {
 	}
 	if cur == nil || v == 0 || v > cur.Version {
 		return nil, fmt.Errorf("%w: version %d does not exist (the table is at version %d)", ErrNotFound, v, cur.versionOrZero())
+	}
+	if err := t.checkRetained(cur, v); err != nil {
+		return nil, err
 	}
 	t.pastMu.Lock()
 	st, ok := t.past[v]

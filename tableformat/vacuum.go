@@ -1,6 +1,8 @@
-// Vacuum: orphan-file cleanup. It finds the files an append (or another
-// writer of the format) created but never committed, typically because the
-// process died mid-append, and removes them when asked to.
+// Vacuum: orphan-file cleanup and expiry. It finds the files an append (or
+// another writer of the format) created but never committed, typically
+// because the process died mid-append, and the files only expired versions
+// need (segments a compaction replaced, superseded table coverage
+// snapshots; see retention.go), and removes them when asked to.
 
 package tableformat
 
@@ -41,6 +43,13 @@ type VacuumOptions struct {
 	// Apply deletes the removable files. False (the default) is a dry run
 	// that only reports.
 	Apply bool
+	// KeepSnapshots, when set, is the keep window of this run instead of
+	// the table's (the tsflight.keep-snapshots property, by default
+	// DefaultKeepSnapshots), as Delta Lake's VACUUM RETAIN: files that
+	// only versions superseded longer ago than it hold are removable. It
+	// must not be negative. A window shorter than the table's deletes
+	// files of versions StateAt still serves (their scans then fail).
+	KeepSnapshots *time.Duration
 }
 
 // DefaultVacuumOptions returns a dry run with the default retention.
@@ -77,6 +86,9 @@ const (
 	// VacuumUnreferenced: a managed file no commit names, older than the
 	// cutoff.
 	VacuumUnreferenced VacuumReason = "unreferenced"
+	// VacuumExpired: a managed file that commits name but only expired
+	// versions hold (whatever its time).
+	VacuumExpired VacuumReason = "expired"
 	// VacuumChanged: the file's size or time changed between planning and
 	// deleting, so Apply left it.
 	VacuumChanged VacuumReason = "changed_since_planning"
@@ -104,14 +116,19 @@ type VacuumArtifact struct {
 type VacuumReport struct {
 	// Version is the newest commit whose log was replayed.
 	Version uint64
-	// OlderThan is the cutoff used.
+	// OlderThan is the cutoff used for unreferenced files.
 	OlderThan time.Time
+	// KeepSnapshots is the keep window used, and SupersededBefore the
+	// expiry cutoff it gave: versions superseded before it are expired.
+	KeepSnapshots    time.Duration
+	SupersededBefore time.Time
 	// Applied is true when deletions were made (VacuumOptions.Apply).
 	Applied   bool
 	Artifacts []VacuumArtifact
-	// Totals.
-	Files, Referenced, Retained, Removable, Deleted, AlreadyAbsent int
-	RemovableBytes, DeletedBytes                                   int64
+	// Totals. Expired counts the artifacts with reason expired (removable,
+	// deleted or already absent).
+	Files, Referenced, Retained, Removable, Deleted, AlreadyAbsent, Expired int
+	RemovableBytes, DeletedBytes                                            int64
 }
 
 // The shapes of the files writers create. NB: on-disk names.
@@ -143,26 +160,37 @@ func vacuumKind(p string) string {
 	return ""
 }
 
-// Vacuum lists the files of the table that no commit references and, with
-// opts.Apply, deletes those that are safe to delete. It is orphan-file
-// cleanup only, as in the reference implementation: history is never
-// expired, so a file any commit of the log ever named (a live segment, a
-// removed one, an old coverage snapshot) is kept.
+// Vacuum lists the files of the table that no commit references, and those
+// only expired versions hold, and with opts.Apply deletes those that are
+// safe to delete.
 //
 // The whole log is replayed to collect every path named by AddSegment
 // (segment and coverage sidecar), RemoveSegment and UpdateTableCoverage
 // (and, for commits holding actions this build does not know, every string
-// in them). The regular files under data/ and _coverage/, and the commit
-// and CURRENT temporary files in _timeseries_log/, are then classified: a
-// file is removable only when no commit references it, it has a shape a
-// writer creates (an append's data/_managed/append/<uuid>.parquet, a
-// staged entity-rewrite segment, a .roar file in _coverage/segments/ or
-// _coverage/table/, a .<version>.json.tmp-<hex> or CURRENT.tmp-<hex>), and
-// it was modified strictly before opts.OlderThan. Commit files, CURRENT
-// and _timeseries_log/_orphaned/ are never touched, nor are directories.
+// in them), with the versions whose state holds each. The regular files
+// under data/ and _coverage/, and the commit and CURRENT temporary files
+// in _timeseries_log/, are then classified. Only files of a shape a writer
+// creates (an append's data/_managed/append/<uuid>.parquet, a staged
+// entity-rewrite segment, a .roar file in _coverage/segments/ or
+// _coverage/table/, a .<version>.json.tmp-<hex> or CURRENT.tmp-<hex>) are
+// ever removable, for one of two reasons:
+//
+//   - unreferenced: no commit names the file, and it was modified strictly
+//     before opts.OlderThan (orphan cleanup, as in the reference);
+//   - expired: commits name the file, but only expired versions held it
+//     (see retention.go): a segment, and its sidecar, removed by commit r
+//     when version r-1 is expired; a table coverage snapshot replaced by
+//     the next pointer at commit c when version c-1 is expired. The keep
+//     window is opts.KeepSnapshots or the table's. Files of the newest
+//     version, files a later commit added again, files named by actions
+//     this build does not know and the segment-union marker never expire.
+//
+// Commit files, CURRENT and _timeseries_log/_orphaned/ are never touched
+// (the 0.9.0 package replays the log from commit 1), nor are directories.
 //
 // A dry run (the default) changes nothing. Apply re-reads the log (a commit
-// made meanwhile may now reference a planned file), re-stats each file and
+// made meanwhile may now reference a planned file, add an expired one
+// again or widen the keep window, which then applies), re-stats each file and
 // skips one whose size or time changed, deletes, and syncs the directories
 // it deleted from. A deletion that fails leaves the file as removable with
 // reason delete_failed; the report is then returned with an ErrStorage
@@ -170,6 +198,8 @@ func vacuumKind(p string) string {
 //
 // Running writers are protected by the cutoff only: their uncommitted
 // files are young. A cutoff of now must only be used when no writer runs.
+// Readers of older versions are protected by the keep window: StateAt
+// refuses the versions whose files an expiry may have deleted.
 func (t *Table) Vacuum(ctx context.Context, opts *VacuumOptions) (*VacuumReport, error) {
 	if opts == nil {
 		opts = DefaultVacuumOptions()
@@ -183,16 +213,25 @@ func (t *Table) Vacuum(ctx context.Context, opts *VacuumOptions) (*VacuumReport,
 		return nil, invalidf("vacuum: older_than %s is in the future (now %s); files younger than the cutoff may belong to a running writer",
 			cutoff.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 	}
+	if opts.KeepSnapshots != nil && *opts.KeepSnapshots < 0 {
+		return nil, invalidf("vacuum: keep_snapshots %s is negative", *opts.KeepSnapshots)
+	}
 	// List first, then replay: a file created and committed before the
 	// replay ends is seen as referenced.
 	files, err := t.vacuumFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
-	version, refs, err := t.vacuumReferences(ctx, 0, nil)
+	lives := newFileLives()
+	version, err := t.vacuumWalk(ctx, lives)
 	if err != nil {
 		return nil, err
 	}
+	keep := lives.keep()
+	if opts.KeepSnapshots != nil {
+		keep = *opts.KeepSnapshots
+	}
+	superseded := now.Add(-keep)
 	// Commit files the replay did not reach (above the newest valid one)
 	// and set-aside ones may name files too: a file whose path appears in
 	// their bytes is kept.
@@ -200,14 +239,19 @@ func (t *Table) Vacuum(ctx context.Context, opts *VacuumOptions) (*VacuumReport,
 	if err != nil {
 		return nil, err
 	}
-	rep := &VacuumReport{Version: version, OlderThan: cutoff, Applied: opts.Apply}
+	for _, f := range files {
+		if bytes.Contains(unreplayed, []byte(f.path)) {
+			lives.named[f.path], lives.pinned[f.path] = true, true
+		}
+	}
+	expired := lives.expired(superseded)
+	rep := &VacuumReport{Version: version, OlderThan: cutoff, Applied: opts.Apply, KeepSnapshots: keep, SupersededBefore: superseded}
 	for _, f := range files {
 		a := VacuumArtifact{Path: f.path, Size: f.info.Size, ModTime: f.info.ModTime, Kind: vacuumKind(f.path), Disposition: VacuumRetained}
-		if !refs[f.path] && bytes.Contains(unreplayed, []byte(f.path)) {
-			refs[f.path] = true
-		}
 		switch {
-		case refs[f.path]:
+		case expired[f.path] && a.Kind != "":
+			a.Disposition, a.Reason = VacuumRemovable, VacuumExpired
+		case lives.named[f.path]:
 			a.Reason = VacuumReferenced
 		case a.Kind == "":
 			a.Reason = VacuumUnrecognized
@@ -220,7 +264,7 @@ func (t *Table) Vacuum(ctx context.Context, opts *VacuumOptions) (*VacuumReport,
 	}
 	var applyErr error
 	if opts.Apply {
-		applyErr = t.vacuumApply(ctx, rep, refs)
+		applyErr = t.vacuumApply(ctx, rep, lives, opts.KeepSnapshots != nil)
 	}
 	rep.total()
 	return rep, applyErr
@@ -285,55 +329,43 @@ func (t *Table) vacuumFiles(ctx context.Context) ([]vacuumFile, error) {
 	return out, nil
 }
 
-// vacuumReferences refreshes the handle and adds to refs (nil: a new set)
-// every path named by commits from+1 up to the newest. It returns the
-// newest version and the set.
-func (t *Table) vacuumReferences(ctx context.Context, from uint64, refs map[string]bool) (uint64, map[string]bool, error) {
+// vacuumWalk refreshes the handle and follows in lives every commit after
+// lives.version up to the newest, whose version it returns. The newest
+// state's files are pinned.
+func (t *Table) vacuumWalk(ctx context.Context, lives *fileLives) (uint64, error) {
 	st, err := t.Refresh(ctx)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	// Deleting files of a table whose writer features this build does not
 	// know could remove what a newer writer relies on.
 	if err := st.Meta.CheckWrite(); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	if refs == nil {
-		refs = map[string]bool{}
-	}
-	for v := from + 1; v <= st.Version; v++ {
+	for v := lives.version + 1; v <= st.Version; v++ {
 		if err := ctx.Err(); err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 		c, err := t.log.readCommit(v)
 		if storage.IsNotExist(err) {
-			return 0, nil, corruptf(CommitPath(v), v, nil, "commit %d is missing", v)
+			return 0, corruptf(CommitPath(v), v, nil, "commit %d is missing", v)
 		}
 		if err != nil {
-			return 0, nil, err
+			return 0, err
 		}
-		for _, a := range c.Actions {
-			switch a := a.(type) {
-			case AddSegment:
-				refs[a.Segment.Path] = true
-				if a.Segment.CoveragePath != "" {
-					refs[a.Segment.CoveragePath] = true
-				}
-			case RemoveSegment:
-				refs[a.Path] = true
-			case UpdateTableCoverage:
-				refs[a.Coverage.Path] = true
-			}
+		if err := lives.add(c); err != nil {
+			return 0, err
 		}
 		if len(c.Skipped) > 0 {
 			// Actions this build does not know may name files: keep every
 			// string the commit holds.
-			if err := t.referencedStrings(v, refs); err != nil {
-				return 0, nil, err
+			if err := t.referencedStrings(v, lives.named, lives.pinned); err != nil {
+				return 0, err
 			}
 		}
 	}
-	return st.Version, refs, nil
+	lives.pinState(st)
+	return st.Version, nil
 }
 
 // unreplayedLogBytes returns the contents of the commit files above
@@ -377,8 +409,8 @@ func (t *Table) unreplayedLogBytes(version uint64) ([]byte, error) {
 	return out, nil
 }
 
-// referencedStrings adds every JSON string of commit v to refs.
-func (t *Table) referencedStrings(v uint64, refs map[string]bool) error {
+// referencedStrings adds every JSON string of commit v to each of sets.
+func (t *Table) referencedStrings(v uint64, sets ...map[string]bool) error {
 	data, err := t.fs.ReadFile(CommitPath(v))
 	if err != nil {
 		return storageErr("read "+CommitPath(v), err)
@@ -391,7 +423,9 @@ func (t *Table) referencedStrings(v uint64, refs map[string]bool) error {
 	walk = func(x any) {
 		switch x := x.(type) {
 		case string:
-			refs[x] = true
+			for _, refs := range sets {
+				refs[x] = true
+			}
 		case []any:
 			for _, e := range x {
 				walk(e)
@@ -406,14 +440,21 @@ func (t *Table) referencedStrings(v uint64, refs map[string]bool) error {
 	return nil
 }
 
-// vacuumApply deletes the removable artifacts of rep.
-func (t *Table) vacuumApply(ctx context.Context, rep *VacuumReport, refs map[string]bool) error {
-	// A commit made since planning may reference a planned file.
-	version, refs, err := t.vacuumReferences(ctx, rep.Version, refs)
+// vacuumApply deletes the removable artifacts of rep. lives is the walk
+// that planned them; override says the keep window was the caller's.
+func (t *Table) vacuumApply(ctx context.Context, rep *VacuumReport, lives *fileLives, override bool) error {
+	// A commit made since planning may reference a planned file, add a
+	// removed one again, or widen the keep window.
+	version, err := t.vacuumWalk(ctx, lives)
 	if err != nil {
 		return err
 	}
 	rep.Version = version
+	if keep := lives.keep(); !override && keep > rep.KeepSnapshots {
+		rep.SupersededBefore = rep.SupersededBefore.Add(rep.KeepSnapshots - keep)
+		rep.KeepSnapshots = keep
+	}
+	expired := lives.expired(rep.SupersededBefore)
 	dirs := map[string]bool{}
 	var failed []string
 	for i := range rep.Artifacts {
@@ -424,7 +465,7 @@ func (t *Table) vacuumApply(ctx context.Context, rep *VacuumReport, refs map[str
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if refs[a.Path] {
+		if a.Reason == VacuumExpired && !expired[a.Path] || a.Reason != VacuumExpired && lives.named[a.Path] {
 			a.Disposition, a.Reason = VacuumRetained, VacuumReferenced
 			continue
 		}
@@ -478,6 +519,9 @@ func sortedKeys(m map[string]bool) []string {
 func (r *VacuumReport) total() {
 	r.Files = len(r.Artifacts)
 	for _, a := range r.Artifacts {
+		if a.Reason == VacuumExpired {
+			r.Expired++
+		}
 		switch a.Disposition {
 		case VacuumRetained:
 			r.Retained++

@@ -321,6 +321,8 @@ var cliCommands = [][]string{
 	{"gaps", "--start", "2024-06-01T00:00:00Z", "--end", "2024-06-01T01:00:00Z", cliTable},
 	{"vacuum", cliTable},
 	{"check", cliTable},
+	{"compact", "--dry-run", cliTable},
+	{"set-properties", cliTable, "owner=ops"},
 }
 
 // withServer puts --server uri before a command's other arguments.

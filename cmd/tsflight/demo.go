@@ -165,7 +165,7 @@ func writeDemo(ctx context.Context, svc *flightserver.Service) (int64, error) {
 		if err != nil {
 			return total, fmt.Errorf("demo hour %d: %w", hour, err)
 		}
-		total += int64(res.Segment.RowCount)
+		total += int64(res.Rows)
 	}
 	return total, nil
 }

@@ -1,5 +1,6 @@
 // The vacuum command: lists (and with --apply deletes) the files of a
-// table that no commit references, through the server's vacuum action.
+// table that no commit references, and those only expired versions hold,
+// through the server's vacuum action.
 
 package main
 
@@ -16,13 +17,21 @@ import (
 var vacuumCmd = &command{
 	Name:    "vacuum",
 	Group:   "client",
-	Summary: "find (and with --apply delete) files left by appends that never committed",
-	Usage:   "tsflight vacuum [--server URI] [--older-than TIME|DURATION] [--apply] [--format table|csv|json] TABLE",
-	Help: `Lists the files of a table that no commit references: the segment and
-coverage files of appends that died before committing (a killed process, a
-crash). Only files of the shapes writers create, and modified before
---older-than, are removable; everything a commit ever named is kept. It is
-a dry run unless --apply is given.
+	Summary: "find (and with --apply delete) files of failed appends and of expired versions",
+	Usage:   "tsflight vacuum [--server URI] [--older-than TIME|DURATION] [--keep-snapshots DURATION] [--apply] [--format table|csv|json] TABLE",
+	Help: `Lists the files of a table that no commit references (the segment and
+coverage files of appends that died before committing: a killed process, a
+crash), removable when modified before --older-than, and the files only
+expired versions hold (segments a compaction replaced, superseded coverage
+snapshots), removable with reason expired. Only files of the shapes writers
+create are ever removable, never the files of the newest version. It is a
+dry run unless --apply is given.
+
+A version expires when the commit that replaced it is older than the
+table's keep window, the property tsflight.keep-snapshots (see
+set-properties; default 168h, 7 days); --keep-snapshots uses another window
+for this run (0s expires every older version; scans of versions the table
+still keeps fail once their files are gone).
 
 --older-than is an RFC 3339 time or a duration back from now (2h, 30m);
 the default is 7 days ago, which keeps the files of appends still in
@@ -33,7 +42,8 @@ commits; csv and json list them all.
 
 Example:
   tsflight vacuum cpu
-  tsflight vacuum --older-than 10m --apply cpu`,
+  tsflight vacuum --older-than 10m --apply cpu
+  tsflight vacuum --keep-snapshots 24h --apply cpu`,
 }
 
 func init() {
@@ -63,9 +73,10 @@ func olderThan(s string, req map[string]any) error {
 func runVacuum(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(vacuumCmd)
 	server := serverFlag(fs)
-	var older string
+	var older, keep string
 	var apply bool
 	fs.StringVar(&older, "older-than", "", "only files modified before this `time` (RFC 3339, or a duration back from the server's now such as 2h; default 7 days)")
+	fs.StringVar(&keep, "keep-snapshots", "", "keep window of this run: files only versions replaced longer ago than this `duration` used are removable (default: the table's tsflight.keep-snapshots, 168h)")
 	fs.BoolVar(&apply, "apply", false, "delete the removable files (default: a dry run)")
 	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
 	table, err := parseTable(fs, e, args, out)
@@ -77,6 +88,16 @@ func runVacuum(ctx context.Context, e *env, args []string) error {
 		if err := olderThan(older, req); err != nil {
 			return err
 		}
+	}
+	if keep != "" {
+		d, err := time.ParseDuration(keep)
+		if err != nil {
+			return usagef("--keep-snapshots %q is not a duration (such as 168h, 30m or 0s)", keep)
+		}
+		if d < 0 {
+			return usagef("--keep-snapshots %q is negative", keep)
+		}
+		req["keep_snapshots"] = d.String()
 	}
 	if apply {
 		req["apply"] = true
@@ -118,7 +139,8 @@ func vacuumGrid(res flightserver.VacuumResult, all bool) *grid {
 
 func printVacuum(w io.Writer, res flightserver.VacuumResult, maxRows int) error {
 	t := res.Totals
-	if _, err := fmt.Fprintf(w, "table   %s (version %d)\ncutoff  files modified before %s\n", res.Table, res.Version, res.OlderThan); err != nil {
+	if _, err := fmt.Fprintf(w, "table   %s (version %d)\ncutoff  files modified before %s\nexpiry  versions replaced before %s (keep %s)\n",
+		res.Table, res.Version, res.OlderThan, res.SupersededBefore, res.KeepSnapshots); err != nil {
 		return err
 	}
 	if g := vacuumGrid(res, false); len(g.rows) > 0 {
@@ -145,17 +167,25 @@ func printVacuum(w io.Writer, res flightserver.VacuumResult, maxRows int) error 
 	var summary string
 	switch {
 	case res.Applied:
-		summary = fmt.Sprintf("deleted %s (%s)", plural(int64(t.Deleted), "file", "files"), humanBytes(t.DeletedBytes))
+		summary = fmt.Sprintf("deleted %s (%s%s)", plural(int64(t.Deleted), "file", "files"), humanBytes(t.DeletedBytes), expiredNote(t))
 		if t.AlreadyAbsent > 0 {
 			summary += fmt.Sprintf(", %d already gone", t.AlreadyAbsent)
 		}
 	case t.Removable > 0:
-		summary = fmt.Sprintf("dry run: %s removable (%s); run again with --apply to delete them",
-			plural(int64(t.Removable), "file", "files"), humanBytes(t.RemovableBytes))
+		summary = fmt.Sprintf("dry run: %s removable (%s%s); run again with --apply to delete them",
+			plural(int64(t.Removable), "file", "files"), humanBytes(t.RemovableBytes), expiredNote(t))
 	default:
 		summary = "dry run: nothing to remove"
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n%s kept: %d referenced by commits, %d other\n", summary,
 		plural(int64(t.Retained), "file", "files"), t.Referenced, t.Retained-t.Referenced)
 	return err
+}
+
+// expiredNote says how many of the removed or removable files expired.
+func expiredNote(t flightserver.VacuumTotals) string {
+	if t.Expired == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of expired versions", t.Expired)
 }
