@@ -187,18 +187,10 @@ func (m *maintainer) poke() {
 
 // smallSegments counts st's segments below the compaction's size bound.
 func (m *maintainer) smallSegments(st *tableformat.State) (n int, bytes uint64) {
-	c := m.opts.Compact
-	if c == nil {
+	if m.opts.Compact == nil {
 		return 0, 0 // maintenance never ran
 	}
-	small := c.SmallBytes
-	if small <= 0 {
-		target := c.TargetBytes
-		if target <= 0 {
-			target = tableformat.DefaultCompactOptions().TargetBytes
-		}
-		small = target / 2
-	}
+	small := m.smallBound()
 	for i := range st.Segments {
 		if fs := st.Segments[i].FileSize; fs != nil && int64(*fs) < small {
 			n++

@@ -644,10 +644,8 @@ func writeDurableSidecar(t *Table, dir, name string, data []byte) (string, error
 // checkGroupFiles is checkFiles for a group's files.
 func (t *Table) checkGroupFiles(parts []*groupSegment) error {
 	for _, p := range parts {
-		for _, f := range p.files {
-			if _, err := t.fs.Stat(f); err != nil {
-				return storageErr("the append's file "+f+" disappeared before its commit (was a vacuum run with a cutoff younger than the append?); nothing was committed", err)
-			}
+		if err := filesStillThere(t, p.files...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -284,14 +284,7 @@ func makeTableDirs(fsys storage.FS) error {
 // writeSidecar writes a coverage file exclusively and durably; prefix is
 // "<version>-" for table snapshots.
 func (a *appendAttempt) writeSidecar(dir, prefix string, name string, data []byte) (string, error) {
-	p := path.Join(dir, prefix+name+".roar")
-	if err := a.t.log.writeDurable(p, data); err != nil {
-		return "", err
-	}
-	if err := a.t.fs.SyncDir(dir); err != nil {
-		return "", storageErr("sync "+dir, err)
-	}
-	return p, nil
+	return writeDurableSidecar(a.t, dir, prefix+name, data)
 }
 
 // checkOverlap loads the table coverage of st, refuses an overlap with the
@@ -332,11 +325,16 @@ func (a *appendAttempt) dropTableSnapshot() {
 // a cutoff younger than this append could have taken it). The append then
 // fails, retryable, and commits nothing.
 func (a *appendAttempt) checkFiles() error {
-	for _, p := range []string{a.segPath, a.segCovPath, a.tblCovPath} {
+	return filesStillThere(a.t, a.segPath, a.segCovPath, a.tblCovPath)
+}
+
+// filesStillThere is checkFiles for any list of files ("" skipped).
+func filesStillThere(t *Table, paths ...string) error {
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}
-		if _, err := a.t.fs.Stat(p); err != nil {
+		if _, err := t.fs.Stat(p); err != nil {
 			return storageErr("the append's file "+p+" disappeared before its commit (was a vacuum run with a cutoff younger than the append?); nothing was committed", err)
 		}
 	}
