@@ -570,7 +570,7 @@ func sqlSnapshotDiff(before, after map[string]string) []string {
 }
 
 func TestSQLBadInputCatalogue(t *testing.T) {
-	cases := sqlCatalogue()
+	cases := append(sqlCatalogue(), asOfCatalogue()...)
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%02d %s (%s)", i+1, c.name, c.client), func(t *testing.T) {
 			var a *sqlAuthEnv

@@ -28,6 +28,11 @@
 // mean less pruning. Each execution logs its plan at debug level: "sql
 // plan" with table, version, segments, planned and pruned.
 //
+// A reference written as the quoted name "cpu@v12" reads table cpu as of
+// version 12 (asof.go): the snapshot comes from tableformat's StateAt, so
+// only versions inside the table's keep window are readable, and is
+// pruned like any other.
+//
 // The table functions ts_coverage(table, start, end [, entity]) and
 // ts_gaps(table, start, end [, entity]) answer like the Flight actions
 // coverage and gaps, on the same snapshot.

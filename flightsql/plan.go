@@ -53,6 +53,8 @@ type tablePlan struct {
 	Version  uint64
 	Segments int // live segments in the snapshot
 	Planned  int // segments the view reads
+	// Ref is the reference's name when it names a version (cpu@v12).
+	Ref string
 }
 
 // Catalog and schema names tsflight advertises: every table lives in
@@ -82,14 +84,17 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	if err != nil {
 		return nil, err
 	}
-	// Group the references by the table they name.
-	byTable := map[string][]*tableRef{}
+	// Group the references by the relation they read: a table at its
+	// newest (or pinned) version, or a table at a version named in the
+	// reference ("cpu@v12", asof.go).
+	byKey := map[string][]*tableRef{}
+	targets := map[string]tableAt{}
 	type edit struct {
 		at, n int
 		with  string
 	}
 	var edits []edit
-	// spans are where each reference's table name is written: a table
+	// spans are where each reference's table name is written: a relation
 	// whose references can all be located is read through a subquery
 	// written in their place (no view to create, which costs DuckDB as
 	// much as a small query); otherwise through a temporary view, and
@@ -97,23 +102,26 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	spans := map[*tableRef]int{}
 	inline := map[string]bool{}
 	for _, r := range a.refs {
-		name, ok := ourTable(r, names)
-		if !ok {
-			if r.cte {
-				continue // a common table expression in scope
-			}
+		at, ok, err := resolveTable(r, names)
+		switch {
+		case r.cte && (!ok || err != nil || at.asOf):
+			continue // a common table expression in scope
+		case err != nil:
+			return nil, err
+		case !ok:
 			// Not a table of the root: DuckDB's own catalog (pg_settings,
 			// duckdb_logs, information_schema) is not for clients.
 			return nil, unknownTable(r, names)
 		}
 		if r.shadowed {
 			// Read through a bare name, the reference would read the CTE.
-			return nil, status.Errorf(codes.InvalidArgument, "the qualified reference to table %s is hidden by a common table expression named %s; give the CTE another name", name, r.name)
+			return nil, status.Errorf(codes.InvalidArgument, "the qualified reference to table %s is hidden by a common table expression named %s; give the CTE another name", at.key, r.name)
 		}
-		if _, seen := byTable[name]; !seen {
-			inline[name] = !a.cteNames[asciiLower(name)]
+		if _, seen := byKey[at.key]; !seen {
+			inline[at.key] = !a.cteNames[asciiLower(at.key)]
+			targets[at.key] = at
 		}
-		byTable[name] = append(byTable[name], r)
+		byKey[at.key] = append(byKey[at.key], r)
 		n := 0
 		if r.loc >= 0 && r.loc < len(q) {
 			if parts, m, ok := qualifiedName(q[r.loc:]); ok && asciiEqualFold(parts[len(parts)-1], r.name) {
@@ -121,70 +129,91 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 			}
 		}
 		if n == 0 {
-			inline[name] = false
+			inline[at.key] = false
 			if r.catalog != "" || r.schema != "" {
-				return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", name)
+				return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", at.key)
 			}
 			continue
 		}
 		spans[r] = n
 	}
-	tableNames := make([]string, 0, len(byTable))
-	for name := range byTable {
-		tableNames = append(tableNames, name)
+	keys := make([]string, 0, len(byKey))
+	for key := range byKey {
+		keys = append(keys, key)
 	}
-	sort.Strings(tableNames)
-	states := map[string]*tableformat.State{}
-	stateOf := func(name string) (*tableformat.Table, *tableformat.State, error) {
-		tb, err := s.svc.Table(ctx, name)
+	sort.Strings(keys)
+	// One snapshot per table and version for the whole statement.
+	type stateKey struct {
+		table   string
+		asOf    bool
+		version uint64
+	}
+	states := map[stateKey]*tableformat.State{}
+	stateOf := func(at tableAt) (*tableformat.Table, *tableformat.State, error) {
+		tb, err := s.svc.Table(ctx, at.table)
 		if err != nil {
 			return nil, nil, err
 		}
-		if st, ok := states[name]; ok {
+		k := stateKey{at.table, at.asOf, at.version}
+		if st, ok := states[k]; ok {
 			return tb, st, nil
 		}
 		st := tb.State()
-		if v, ok := pinned[name]; ok && v != st.Version {
-			if st, err = tb.StateAt(ctx, v); err != nil {
-				return nil, nil, status.Errorf(codes.FailedPrecondition, "table %s: version %d of this statement's snapshot is gone: %v", name, v, err)
+		switch {
+		case at.asOf:
+			// The version is in the text: every execution of the
+			// statement reads it, while the keep window holds it.
+			if st, err = tb.StateAt(ctx, at.version); err != nil {
+				return nil, nil, asOfError(at, err)
 			}
+		default:
+			if v, ok := pinned[at.table]; ok && v != st.Version {
+				if st, err = tb.StateAt(ctx, v); err != nil {
+					return nil, nil, status.Errorf(codes.FailedPrecondition, "table %s: version %d of this statement's snapshot is gone: %v", at.table, v, err)
+				}
+			}
+			p.versions[at.table] = st.Version
 		}
-		states[name] = st
-		p.versions[name] = st.Version
+		states[k] = st
 		return tb, st, nil
 	}
 	// What the rewritten statement may name: the planned files (in
 	// read_parquet) and the tables, temporary views and tables of the plan.
 	planned, runNames := map[string]bool{}, map[string]bool{}
-	for _, name := range tableNames {
-		tb, st, err := stateOf(name)
+	for _, key := range keys {
+		at := targets[key]
+		tb, st, err := stateOf(at)
 		if err != nil {
 			return nil, err
 		}
-		segs := s.pruneTable(ctx, tb, st, byTable[name], a.cteNames[asciiLower(name)], args)
-		rel, files, err := s.relationSQL(name, st, segs)
+		segs := s.pruneTable(ctx, tb, st, byKey[key], a.cteNames[asciiLower(key)], args)
+		rel, files, err := s.relationSQL(at.table, st, segs)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
 			planned[f] = true
 		}
-		runNames[asciiLower(name)] = true
-		for _, r := range byTable[name] {
+		runNames[asciiLower(key)] = true
+		for _, r := range byKey[key] {
 			n, ok := spans[r]
 			switch {
-			case inline[name] && r.alias != "":
+			case inline[key] && r.alias != "":
 				edits = append(edits, edit{r.loc, n, "(" + rel + ")"})
-			case inline[name]:
-				edits = append(edits, edit{r.loc, n, "(" + rel + ") AS " + sqlIdent(name)})
+			case inline[key]:
+				edits = append(edits, edit{r.loc, n, "(" + rel + ") AS " + sqlIdent(key)})
 			case ok && (r.catalog != "" || r.schema != ""):
-				edits = append(edits, edit{r.loc, n, sqlIdent(name)})
+				edits = append(edits, edit{r.loc, n, sqlIdent(key)})
 			}
 		}
-		if !inline[name] {
-			p.setup = append(p.setup, "CREATE OR REPLACE TEMP VIEW "+sqlIdent(name)+" AS "+rel)
+		if !inline[key] {
+			p.setup = append(p.setup, "CREATE OR REPLACE TEMP VIEW "+sqlIdent(key)+" AS "+rel)
 		}
-		p.tables = append(p.tables, tablePlan{Name: name, Version: st.Version, Segments: len(st.Segments), Planned: len(segs)})
+		tp := tablePlan{Name: at.table, Version: st.Version, Segments: len(st.Segments), Planned: len(segs)}
+		if at.asOf {
+			tp.Ref = key
+		}
+		p.tables = append(p.tables, tp)
 	}
 	for i, f := range a.funcs {
 		tmp := fmt.Sprintf("__tsflight_%s_%d", f.name, i+1)

@@ -496,8 +496,12 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 // logPlan logs, per table, the segments an execution planned and pruned.
 func (s *Server) logPlan(id string, plan *queryPlan) {
 	for _, t := range plan.tables {
-		s.log.Debug("sql plan", "query_id", id, "table", t.Name, "version", t.Version,
-			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments-t.Planned)
+		kv := []any{"query_id", id, "table", t.Name, "version", t.Version,
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments - t.Planned}
+		if t.Ref != "" {
+			kv = append(kv, "ref", t.Ref)
+		}
+		s.log.Debug("sql plan", kv...)
 	}
 }
 

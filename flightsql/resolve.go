@@ -115,6 +115,9 @@ func analyze(ctx context.Context, s *session, q string) (*analysis, error) {
 	if err := checkFunctions(stmt); err != nil {
 		return nil, err
 	}
+	if err := checkAtClauses(stmt); err != nil {
+		return nil, err
+	}
 	markCTERefs(stmt, map[string]bool{})
 	a.collect(stmt)
 	a.constrain(stmt)
@@ -139,7 +142,7 @@ func parseOne(ctx context.Context, s *session, q string) (map[string]any, error)
 		if strings.Contains(msg, "Only SELECT statements") {
 			return nil, errReadOnly("a statement other than a query (" + firstWord(q) + ")")
 		}
-		return nil, status.Error(codes.InvalidArgument, msg) // a parser error
+		return nil, status.Error(codes.InvalidArgument, parseErrorHint(msg)) // a parser error
 	}
 	stmts, _ := root["statements"].([]any)
 	switch {

@@ -28,6 +28,7 @@ import (
 // by a temporary table holding its answer, so its arguments must be
 // constants or parameters. entity is a struct literal {'col': value, ...},
 // a JSON object string, or, for a table with one entity column, its value.
+// table may name a version as a FROM reference does: 'cpu@v12' (asof.go).
 // ts_coverage's one row goes through the coverage action and SQL
 // literals; ts_gaps, up to tsGapsMax rows, asks the table for its gaps
 // and bulk-loads them (tsfunc_load.go).
@@ -41,7 +42,7 @@ var (
 // tableFunction computes one call and returns the statements that create
 // its temporary table tmp.
 func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, args []any, names []string,
-	stateOf func(string) (*tableformat.Table, *tableformat.State, error)) ([]string, error) {
+	stateOf func(tableAt) (*tableformat.Table, *tableformat.State, error)) ([]string, error) {
 	usage := f.name + "(table, start, end [, entity])"
 	if f.bad != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %s; usage: %s", f.name, f.bad, usage)
@@ -59,8 +60,8 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 		idx := "TIMESTAMPTZ"
 		if v, ok := resolveValue(f.args[0], args); ok {
 			if table, ok := v.(string); ok {
-				if name, ok := ourTable(&tableRef{name: table}, names); ok {
-					if _, st, err := stateOf(name); err == nil {
+				if at, ok, err := resolveTable(&tableRef{name: table}, names); ok && err == nil {
+					if _, st, err := stateOf(at); err == nil {
 						idx = indexSQLType(st.Index().Kind.Type)
 					}
 				}
@@ -83,18 +84,22 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	if !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: the table argument must be a string naming a table", f.name)
 	}
-	name, ok := ourTable(&tableRef{name: table}, names)
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "%s: table %q does not exist", f.name, table)
+	// 'cpu@v12' names a version, as in FROM (asof.go).
+	at, ok, err := resolveTable(&tableRef{name: table}, names)
+	switch {
+	case err != nil:
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", f.name, status.Convert(err).Message())
+	case !ok:
+		return nil, status.Errorf(codes.NotFound, "%s: table %q does not exist", f.name, truncateName(table))
 	}
-	tb, st, err := stateOf(name)
+	tb, st, err := stateOf(at)
 	if err != nil {
 		return nil, err
 	}
 	if f.name == "ts_gaps" {
 		return s.gapsTable(ctx, f, tmp, tb, st, vals, args)
 	}
-	body := map[string]any{"table": name, "version": st.Version}
+	body := map[string]any{"table": at.table, "version": st.Version}
 	for i, key := range []string{"start", "end"} {
 		v, err := boundJSON(st, vals[i+1])
 		if err != nil {
