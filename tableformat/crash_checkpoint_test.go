@@ -7,19 +7,16 @@
 // must be there exactly once and no partial batch at all, and the next
 // append must succeed.
 //
-// TSFLIGHT_CRASH_TRIALS sets the number of kills (default 20 here),
-// TSFLIGHT_CRASH_SEED the seed of the random delays (see
-// crash_process_test.go, whose helpers this reuses).
+// TSFLIGHT_CRASH_TRIALS sets the number of kills (default 50; the long
+// mode is 500), TSFLIGHT_CRASH_SEED the seed of the random delays
+// (printed; the scaffolding is crashtrial_test.go's).
 
 package tableformat
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +28,10 @@ import (
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
+// crashCheckpointTrials is the number of checkpoint trials when
+// TSFLIGHT_CRASH_TRIALS is unset (CI).
+const crashCheckpointTrials = 50
+
 // TestCrashCheckpointWriterProcess is the writer of
 // TestCrashCheckpointTrials: it appends batches first, first+1, … with a
 // checkpoint after each commit whose version is a multiple of the interval,
@@ -38,24 +39,19 @@ import (
 // and printing "checkpoint <version>" before and "done <version>" after
 // each checkpoint, until it is killed.
 func TestCrashCheckpointWriterProcess(t *testing.T) {
-	dir := os.Getenv("TSFLIGHT_CKCRASH_DIR")
-	if dir == "" {
-		t.Skip("only runs as a child of TestCrashCheckpointTrials")
+	env := crashChildStart(t, "TestCrashCheckpointWriterProcess", "TestCrashCheckpointTrials")
+	interval, err := strconv.Atoi(os.Getenv("TSFLIGHT_CKCRASH_INTERVAL"))
+	if err != nil || interval <= 0 {
+		t.Fatalf("TSFLIGHT_CKCRASH_INTERVAL: %v", err)
 	}
-	first, _ := strconv.ParseInt(os.Getenv("TSFLIGHT_CKCRASH_FIRST"), 10, 64)
-	interval, _ := strconv.Atoi(os.Getenv("TSFLIGHT_CKCRASH_INTERVAL"))
 	ctx := context.Background()
-	log, err := os.OpenFile(os.Getenv("TSFLIGHT_CKCRASH_LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := DefaultOptions()
-	tb, err := Open(ctx, storage.Local(dir), opts)
+	tb, err := Open(ctx, storage.Local(env.dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")
-	for id := first; id < first+10000; id++ {
+	for id := env.first; id < env.first+10000; id++ {
 		// The interval is switched on only around the explicit call, so
 		// that the checkpoint is written here, right after the line that
 		// tells the parent it starts, whether or not the committer asks
@@ -65,12 +61,7 @@ func TestCrashCheckpointWriterProcess(t *testing.T) {
 		if err != nil {
 			t.Fatalf("append of batch %d: %v", id, err)
 		}
-		if _, err := fmt.Fprintf(log, "acked %d %d\n", id, res.Version); err != nil {
-			t.Fatal(err)
-		}
-		if err := log.Sync(); err != nil {
-			t.Fatal(err)
-		}
+		env.ack(t, id, res.Version)
 		if res.Version%uint64(interval) == 0 {
 			fmt.Printf("checkpoint %d\n", res.Version)
 		}
@@ -85,14 +76,13 @@ func TestCrashCheckpointWriterProcess(t *testing.T) {
 
 // ckCrashTally counts what the checkpoint crash trials saw.
 type ckCrashTally struct {
-	trials, killsMidCheckpoint, tempsLeft, openedFromCheckpoint int
-	acked, unackedCommitted, checkpointsSeen                    int
-	wrongState, badCheckpoint, lost, dups, partial              int
-	unreadable, appendFailed, pythonChecks                      int
+	crashTally
+	killsMidCheckpoint, tempsLeft, openedFromCheckpoint int
+	checkpointsSeen, wrongState, badCheckpoint          int
 }
 
 func (c *ckCrashTally) failures() int {
-	return c.wrongState + c.badCheckpoint + c.lost + c.dups + c.partial + c.unreadable + c.appendFailed
+	return c.crashTally.failures() + c.wrongState + c.badCheckpoint
 }
 
 func (c *ckCrashTally) line(seed uint64) string {
@@ -131,82 +121,25 @@ func measureCheckpointedAppend(t *testing.T, mem memory.Allocator) (appendTime, 
 
 // TestCrashCheckpointTrials runs the checkpoint crash trials.
 func TestCrashCheckpointTrials(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash trials spawn processes")
-	}
-	trials, seed := crashTrialSettings(t)
-	if os.Getenv("TSFLIGHT_CRASH_TRIALS") == "" {
-		trials = 20
-	}
-	t.Logf("checkpoint crash trials: trials=%d seed=%d (replay with TSFLIGHT_CRASH_SEED=%d)", trials, seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	py := crashPython(t)
-
-	dir := t.TempDir()
-	fsys := storage.Local(dir)
-	logPath := filepath.Join(t.TempDir(), "acked.log")
-	if _, err := Create(ctx, fsys, CreateOptions{Index: crashIndex()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	appendTime, ckTime := measureCheckpointedAppend(t, mem)
+	tally := &ckCrashTally{}
+	r := newCrashRun(t, crashRunSpec{title: "checkpoint crash trials:", child: "TestCrashCheckpointWriterProcess", role: "writer",
+		defaultTrials: crashCheckpointTrials, salt: 0x5bd1e995, tally: tally})
+	ctx, fsys := r.ctx, storage.Local(r.dir)
+	appendTime, ckTime := measureCheckpointedAppend(t, r.mem)
 	t.Logf("an append takes about %s here and the checkpoint after it %s; odd trials kill in [0, 3×) of both after the writer is ready, even ones in [0, 1.5×) of a checkpoint after one starts", appendTime, ckTime)
 
-	tally := &ckCrashTally{}
-	acked := map[int64]uint64{}
 	seenTemps := map[string]bool{}
-	next := int64(0)
-	defer func() {
-		t.Log(tally.line(seed))
-		fmt.Println(tally.line(seed))
-	}()
-	for trial := 1; trial <= trials; trial++ {
+	for trial := 1; trial <= r.trials; trial++ {
 		tally.trials = trial
 		interval := 1 + trial%2
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashCheckpointWriterProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "TSFLIGHT_CKCRASH_DIR="+dir, "TSFLIGHT_CKCRASH_LOG="+logPath,
-			"TSFLIGHT_CKCRASH_FIRST="+strconv.FormatInt(next, 10), "TSFLIGHT_CKCRASH_INTERVAL="+strconv.Itoa(interval))
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(out.String(), "ready\n") {
-			select {
-			case err := <-done:
-				t.Fatalf("trial %d: the writer exited (%v) before it was ready:\n%s", trial, err, out)
-			default:
-			}
-			if time.Now().After(deadline) {
-				_ = cmd.Process.Kill()
-				t.Fatalf("trial %d: the writer was not ready in 60 s:\n%s", trial, out)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		c := r.start(trial, 60*time.Second, "TSFLIGHT_CKCRASH_INTERVAL="+strconv.Itoa(interval))
 		if trial%2 == 1 {
-			time.Sleep(time.Duration(rng.Int64N(int64(3 * (appendTime + ckTime)))))
+			c.killAfter(time.Duration(r.rng.Int64N(int64(3 * (appendTime + ckTime)))))
 		} else {
 			// Aim at a checkpoint write: wait for the line announcing one.
-			seen := strings.Count(out.String(), "checkpoint ")
-			for strings.Count(out.String(), "checkpoint ") == seen {
-				if time.Now().After(deadline) {
-					_ = cmd.Process.Kill()
-					t.Fatalf("trial %d: no checkpoint started in time:\n%s", trial, out)
-				}
-				time.Sleep(50 * time.Microsecond)
-			}
-			time.Sleep(time.Duration(rng.Int64N(int64(3*ckTime/2) + 1)))
-		}
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("trial %d: the writer ended on its own (%v) before the kill:\n%s", trial, err, out)
+			seen := strings.Count(c.output(), "checkpoint ")
+			c.waitUntil("checkpoint start", 50*time.Microsecond, func(out string) bool { return strings.Count(out, "checkpoint ") > seen })
+			c.killAfter(time.Duration(r.rng.Int64N(int64(3*ckTime/2) + 1)))
 		}
 
 		// What the kill left, before anything reads or repairs it.
@@ -217,7 +150,7 @@ func TestCrashCheckpointTrials(t *testing.T) {
 			}
 			seenTemps[n] = true
 		}
-		if strings.Count(out.String(), "checkpoint ") > strings.Count(out.String(), "done ") {
+		if out := c.output(); strings.Count(out, "checkpoint ") > strings.Count(out, "done ") {
 			tally.killsMidCheckpoint++ // after "checkpoint v", before "done v"
 		}
 		tally.checkpointsSeen += len(vs)
@@ -231,19 +164,10 @@ func TestCrashCheckpointTrials(t *testing.T) {
 				t.Errorf("trial %d: checkpoint %d is not whole: %v", trial, v, err)
 			}
 		}
-		for id, v := range readAcked(t, logPath) {
-			if _, ok := acked[id]; !ok {
-				tally.acked++
-			}
-			acked[id] = v
-		}
+		r.absorbAcked()
 
 		// The table opens with the state of a full replay.
-		tb, err := Open(ctx, fsys, ckOptions(nil))
-		if err != nil {
-			tally.unreadable++
-			t.Fatalf("trial %d: the table does not open after the kill: %v\n%s", trial, err, tally.line(seed))
-		}
+		tb := r.open(trial, ckOptions(nil))
 		st := tb.State()
 		want := ckFull(t, fsys, st.Version)
 		if !ckEqual(st, want) {
@@ -258,45 +182,15 @@ func TestCrashCheckpointTrials(t *testing.T) {
 		if ck, _ := l.takeCheckpointSeed(); ck != nil {
 			tally.openedFromCheckpoint++
 		}
-		counts, err := batchCounts(t, ctx, tb, mem)
-		if err != nil {
-			tally.unreadable++
-			t.Fatalf("trial %d: scan after the kill: %v", trial, err)
-		}
-		ct := &crashTally{}
-		unacked := checkBatches(t, ct, counts, acked)
-		tally.lost, tally.dups, tally.partial = tally.lost+ct.lost, tally.dups+ct.dups, tally.partial+ct.partial
-		for _, id := range unacked {
-			acked[id] = st.Version // committed: from now on it must stay
-		}
-		tally.unackedCommitted += len(unacked)
+		counts, _ := r.checkRows(trial, tb)
 
 		// The next append succeeds, from a handle opened on a checkpoint.
-		for id := range counts {
-			next = max(next, id+1)
-		}
-		for id := range acked {
-			next = max(next, id+1)
-		}
-		res, err := appendCrashBatch(ctx, tb, mem, next)
-		if err != nil {
-			tally.appendFailed++
-			t.Fatalf("trial %d: the append after the kill failed: %v", trial, err)
-		}
-		acked[next] = res.Version
-		tally.acked++
-		next++
+		r.appendNext(trial, tb, counts)
 
-		if py != "" && (trial == trials || trial%10 == 0) {
-			if n := pythonRowCount(t, py, dir); n != int64(len(acked)*crashRows) {
-				tally.unreadable++
-				t.Errorf("trial %d: timeseries-table-format counts %d rows, Go %d", trial, n, len(acked)*crashRows)
-			}
-			tally.pythonChecks++
+		if r.pythonDue(trial, 10) {
+			r.pythonCheck(trial)
 		}
-		if tally.failures() > 0 {
-			t.Fatalf("trial %d failed; replay with TSFLIGHT_CRASH_SEED=%d\n%s", trial, seed, tally.line(seed))
-		}
+		r.endTrial(trial)
 	}
 	if tally.openedFromCheckpoint == 0 {
 		t.Fatal("no open started from a checkpoint: the trials tested nothing")

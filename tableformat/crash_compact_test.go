@@ -6,19 +6,17 @@
 // coverage must be exactly that of its rows, vacuum must find exactly the
 // files no commit names, and the next compaction and append must succeed.
 //
-// TSFLIGHT_CRASH_TRIALS sets the number of kills (default 20 here),
-// TSFLIGHT_CRASH_SEED the seed of the random delays (printed).
+// TSFLIGHT_CRASH_TRIALS sets the number of kills (default 50; the long
+// mode is 500), TSFLIGHT_CRASH_SEED the seed of the random delays
+// (printed; the scaffolding is crashtrial_test.go's).
 
 package tableformat
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,39 +31,30 @@ import (
 // before it compacts.
 const crashCompactAppends = 4
 
+// crashCompactTrials is the number of compaction trials when
+// TSFLIGHT_CRASH_TRIALS is unset (CI).
+const crashCompactTrials = 50
+
 // TestCompactCrashWorkerProcess is the worker of TestCrashTrialsCompact:
 // rounds of crashCompactAppends appends ("acked <batch> <version>" logged
 // and fsynced after each) and one Compact (announced on stdout with
 // "compacting" and "compacted"), until it is killed.
 func TestCompactCrashWorkerProcess(t *testing.T) {
-	dir := os.Getenv("TSFLIGHT_COMPACT_CRASH_DIR")
-	if dir == "" {
-		t.Skip("only runs as a child of TestCrashTrialsCompact")
-	}
-	first, _ := strconv.ParseInt(os.Getenv("TSFLIGHT_COMPACT_CRASH_FIRST"), 10, 64)
+	env := crashChildStart(t, "TestCompactCrashWorkerProcess", "TestCrashTrialsCompact")
 	ctx := context.Background()
-	log, err := os.OpenFile(os.Getenv("TSFLIGHT_COMPACT_CRASH_LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := Open(ctx, storage.Local(dir), nil)
+	tb, err := Open(ctx, storage.Local(env.dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")
-	id := first
+	id := env.first
 	for round := 0; round < 10000; round++ {
 		for range crashCompactAppends {
 			res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
 			if err != nil {
 				t.Fatalf("append of batch %d: %v", id, err)
 			}
-			if _, err := fmt.Fprintf(log, "acked %d %d\n", id, res.Version); err != nil {
-				t.Fatal(err)
-			}
-			if err := log.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			env.ack(t, id, res.Version)
 			id++
 		}
 		fmt.Println("compacting")
@@ -86,10 +75,8 @@ func measureCompactRound(t *testing.T, mem memory.Allocator) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds []time.Duration
 	id := int64(0)
-	for range 5 {
-		start := time.Now()
+	return medianDuration(5, func() {
 		for range crashCompactAppends {
 			if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
 				t.Fatal(err)
@@ -101,10 +88,7 @@ func measureCompactRound(t *testing.T, mem memory.Allocator) time.Duration {
 		if _, err := tb.Compact(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		ds = append(ds, time.Since(start))
-	}
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+	})
 }
 
 // compactCrashTally counts what the compaction trials saw.
@@ -124,152 +108,39 @@ func (c *compactCrashTally) line(seed uint64) string {
 		c.killsInCommit, c.partial, c.appendFailed, c.compactFailed, c.vacuumMismatches, c.pythonChecks, seed)
 }
 
-// compactionCommits counts the commits in (from, to] that remove segments.
-func compactionCommits(t *testing.T, tb *Table, from, to uint64) int {
-	t.Helper()
-	n := 0
-	for v := from + 1; v <= to; v++ {
-		c, err := tb.log.readCommit(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range c.Actions {
-			if _, ok := a.(RemoveSegment); ok {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
-// checkCrashCoverage: the table checks clean (every sidecar is its
-// segment's rows' coverage, the table coverage their union), and the union
-// has exactly one pair per row (every crash batch row has its own
-// interval).
-func checkCrashCoverage(t *testing.T, ctx context.Context, tb *Table, rows int) error {
-	t.Helper()
-	rep, err := tb.Check(ctx, CheckOptions{})
-	if err != nil {
-		return err
-	}
-	if !rep.OK() {
-		return fmt.Errorf("check: %+v", rep.Findings)
-	}
-	st := tb.State()
-	if st.Schema() == nil {
-		return nil
-	}
-	u := liveUnion(t, tb, st)
-	cov, err := tb.loadCoverage(ctx, st)
-	if err != nil {
-		return err
-	}
-	if u.Cardinality() != uint64(rows) || !cov.set.Equal(u) {
-		return fmt.Errorf("coverage has %d pairs (table coverage %d) for %d rows", u.Cardinality(), cov.set.Cardinality(), rows)
-	}
-	return nil
+// killedInside says whether the last "begin" line of out has no "end"
+// line after it: the child was killed between the two.
+func killedInside(out, begin, end string) bool {
+	return strings.LastIndex(out, begin) > strings.LastIndex(out, end)
 }
 
 // TestCrashTrialsCompact runs the compaction crash trials.
 func TestCrashTrialsCompact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash trials spawn processes")
-	}
-	trials, seed := crashTrialSettings(t)
-	if os.Getenv("TSFLIGHT_CRASH_TRIALS") == "" {
-		trials = 20
-	}
-	t.Logf("compaction crash trials: trials=%d seed=%d (replay with TSFLIGHT_CRASH_SEED=%d)", trials, seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
-	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	py := crashPython(t)
-
-	dir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "acked.log")
-	if _, err := Create(ctx, storage.Local(dir), CreateOptions{Index: crashIndex()}, nil); err != nil {
-		t.Fatal(err)
-	}
+	tally := &compactCrashTally{crashTally: crashTally{mode: "compact"}}
+	r := newCrashRun(t, crashRunSpec{title: "compaction crash trials:", child: "TestCompactCrashWorkerProcess", role: "worker",
+		defaultTrials: crashCompactTrials, salt: 0x5851f42d4c957f2d, tally: tally})
+	ctx, dir, mem := r.ctx, r.dir, r.mem
 	perRound := measureCompactRound(t, mem)
 	t.Logf("one round (%d appends and a compaction) takes about %s here; kills are drawn in [0, 3×) of it", crashCompactAppends, perRound)
 
-	tally := &compactCrashTally{crashTally: crashTally{mode: "compact"}}
-	acked := map[int64]uint64{}
-	next := int64(0)
 	named, namedUpTo := map[string]bool{}, uint64(0)
-	defer func() {
-		t.Log(tally.line(seed))
-		fmt.Println(tally.line(seed))
-	}()
-	for trial := 1; trial <= trials; trial++ {
+	for trial := 1; trial <= r.trials; trial++ {
 		tally.trials = trial
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCompactCrashWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "TSFLIGHT_COMPACT_CRASH_DIR="+dir, "TSFLIGHT_COMPACT_CRASH_LOG="+logPath,
-			"TSFLIGHT_COMPACT_CRASH_FIRST="+strconv.FormatInt(next, 10))
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(out.String(), "ready\n") {
-			select {
-			case err := <-done:
-				t.Fatalf("trial %d: the worker exited (%v) before it was ready:\n%s", trial, err, out)
-			default:
-			}
-			if time.Now().After(deadline) {
-				_ = cmd.Process.Kill()
-				t.Fatalf("trial %d: the worker was not ready in 30 s:\n%s", trial, out)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(time.Duration(rng.Int64N(int64(3 * perRound))))
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("trial %d: the worker ended on its own (%v) before the kill:\n%s", trial, err, out)
-		}
-		output := out.String()
-		if strings.LastIndex(output, "compacting\n") > strings.LastIndex(output, "compacted\n") {
+		c := r.start(trial, 30*time.Second)
+		c.killAfter(time.Duration(r.rng.Int64N(int64(3 * perRound))))
+		if killedInside(c.output(), "compacting\n", "compacted\n") {
 			tally.killsInCompact++
 		}
 
 		cur, _ := os.ReadFile(filepath.Join(dir, LogDir, "CURRENT"))
-		for id, v := range readAcked(t, logPath) {
-			if _, ok := acked[id]; !ok {
-				tally.acked++
-			}
-			acked[id] = v
-		}
+		r.absorbAcked()
 
 		// The table opens, and holds every acknowledged batch once.
-		tb, err := Open(ctx, storage.Local(dir), nil)
-		if err != nil {
-			tally.unreadable++
-			t.Fatalf("trial %d: the table does not open after the kill: %v\n%s", trial, err, tally.line(seed))
-		}
+		tb := r.open(trial, nil)
 		st := tb.State()
 		tally.compactions += compactionCommits(t, tb, namedUpTo, st.Version)
-		counts, err := batchCounts(t, ctx, tb, mem)
-		if err != nil {
-			tally.unreadable++
-			t.Fatalf("trial %d: scan after the kill: %v", trial, err)
-		}
-		unacked := checkBatches(t, &tally.crashTally, counts, acked)
-		for _, id := range unacked {
-			acked[id] = st.Version
-		}
-		tally.unackedCommitted += len(unacked)
-		rows := 0
-		for _, n := range counts {
-			rows += n
-		}
+		counts, unacked := r.checkRows(trial, tb)
+		rows := rowTotal(counts)
 		if err := checkCrashCoverage(t, ctx, tb, rows); err != nil {
 			tally.covMismatches++
 			t.Errorf("trial %d: coverage after the kill: %v", trial, err)
@@ -309,20 +180,7 @@ func TestCrashTrialsCompact(t *testing.T) {
 			tally.unreadable++
 			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
 		}
-		for id := range counts {
-			next = max(next, id+1)
-		}
-		for id := range acked {
-			next = max(next, id+1)
-		}
-		res, err := appendCrashBatch(ctx, tb, mem, next)
-		if err != nil {
-			tally.appendFailed++
-			t.Fatalf("trial %d: the append after the kill failed: %v", trial, err)
-		}
-		acked[next] = res.Version
-		tally.acked++
-		next++
+		res := r.appendNext(trial, tb, counts)
 		namedPaths(t, dir, namedUpTo, res.Version, named)
 		namedUpTo = res.Version
 		if err := checkCrashCoverage(t, ctx, tb, rows+crashRows); err != nil {
@@ -330,18 +188,12 @@ func TestCrashTrialsCompact(t *testing.T) {
 			t.Errorf("trial %d: coverage after the next append: %v", trial, err)
 		}
 
-		if py != "" && (trial == trials || trial%25 == 0) {
-			if n := pythonRowCount(t, py, dir); n != int64(len(acked)*crashRows) {
-				tally.unreadable++
-				t.Errorf("trial %d: timeseries-table-format counts %d rows, Go %d", trial, n, len(acked)*crashRows)
-			}
-			tally.pythonChecks++
+		if r.pythonDue(trial, 25) {
+			r.pythonCheck(trial)
 		}
-		if tally.failures() > 0 {
-			t.Fatalf("trial %d failed; replay with TSFLIGHT_CRASH_SEED=%d\n%s", trial, seed, tally.line(seed))
-		}
+		r.endTrial(trial)
 	}
-	if trials >= 10 && tally.killsInCompact == 0 {
-		t.Errorf("no kill landed inside a compaction in %d trials", trials)
+	if r.trials >= 10 && tally.killsInCompact == 0 {
+		t.Errorf("no kill landed inside a compaction in %d trials", r.trials)
 	}
 }

@@ -1,0 +1,778 @@
+// The scaffolding the crash trials with real processes share
+// (crash_process_test.go, crash_compact_test.go, crash_checkpoint_test.go,
+// crash_vacuum_test.go): the trial count and seed, the child process (this
+// test binary re-executed to run one test), its readiness and its SIGKILL,
+// the acknowledged-batch log, the row checks after a kill, the next append,
+// the checks with the timeseries-table-format 0.9.0 package, and the tally
+// line printed at the end whatever happened.
+//
+// A trial's parent creates a crashRun, and for each trial starts a child
+// (crashRun.start), kills it (crashChild.kill or killAfter), folds in what
+// the child acknowledged (absorbAcked), opens the table (open), checks its
+// rows (checkRows) and whatever its trial is about, appends the next batch
+// (appendNext), has the 0.9.0 package read (pythonCheck) and possibly
+// append (pythonAppend), and ends the trial (endTrial: any failure so far
+// stops the run with the replay seed). The child calls crashChildStart and
+// logs each acknowledged append with ack.
+
+package tableformat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// crashRows is the number of rows of each batch.
+const crashRows = 8
+
+// crashTrialSettings reads the trial count (def when
+// TSFLIGHT_CRASH_TRIALS is unset) and the seed (the clock when
+// TSFLIGHT_CRASH_SEED is unset) from the environment.
+func crashTrialSettings(t *testing.T, def int) (trials int, seed uint64) {
+	t.Helper()
+	trials = def
+	if s := os.Getenv("TSFLIGHT_CRASH_TRIALS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("TSFLIGHT_CRASH_TRIALS=%q is not a positive integer", s)
+		}
+		trials = n
+	}
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv("TSFLIGHT_CRASH_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("TSFLIGHT_CRASH_SEED=%q is not an unsigned integer", s)
+		}
+		seed = n
+	}
+	return trials, seed
+}
+
+// crashSchema: ts (ms, UTC), host, batch (the batch id), v.
+func crashSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		{Name: "host", Type: arrow.BinaryTypes.String},
+		{Name: "batch", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+}
+
+// crashBatch is batch id: crashRows rows of host w at 10 s steps, in a time
+// range no other batch touches.
+func crashBatch(mem memory.Allocator, id int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, crashSchema())
+	defer b.Release()
+	for i := range int64(crashRows) {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(id*crashRows+i) * 10 * time.Second).UnixMilli()))
+		b.Field(1).(*array.StringBuilder).Append("w")
+		b.Field(2).(*array.Int64Builder).Append(id)
+		b.Field(3).(*array.Int64Builder).Append(id*1000 + i)
+	}
+	return b.NewRecordBatch()
+}
+
+func appendCrashBatch(ctx context.Context, tb *Table, mem memory.Allocator, id int64) (*AppendResult, error) {
+	rec := crashBatch(mem, id)
+	rdr, err := array.NewRecordReader(crashSchema(), []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	opts := DefaultAppendOptions()
+	opts.Alloc = mem
+	return tb.Append(ctx, rdr, opts)
+}
+
+func crashIndex() IndexSpec {
+	return IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
+}
+
+// crashTally counts what the trials saw; the tallies of the other trials
+// embed it.
+type crashTally struct {
+	mode                                    string
+	trials, killsInCommit, killsInAppend    int
+	killsBetween, acked, unackedCommitted   int
+	strayRemoved, unreadable, lost, dups    int
+	partial, appendFailed, vacuumMismatches int
+	pythonChecks, pythonAppends             int
+}
+
+func (c *crashTally) base() *crashTally { return c }
+
+func (c *crashTally) failures() int {
+	return c.unreadable + c.lost + c.dups + c.partial + c.appendFailed + c.vacuumMismatches
+}
+
+// line is the summary of the library trials (docs/reliability.md quotes
+// it).
+func (c *crashTally) line(seed uint64) string {
+	return fmt.Sprintf("crash trials: mode=%s trials=%d kills_in_commit=%d acked=%d unacked_committed=%d stray_files_removed=%d unreadable=%d lost=%d duplicates=%d"+
+		" (kills_in_append=%d kills_between_appends=%d partial=%d append_failed=%d vacuum_mismatches=%d python_checks=%d seed=%d)",
+		c.mode, c.trials, c.killsInCommit, c.acked, c.unackedCommitted, c.strayRemoved, c.unreadable, c.lost, c.dups,
+		c.killsInAppend, c.killsBetween, c.partial, c.appendFailed, c.vacuumMismatches, c.pythonChecks, seed)
+}
+
+// crashTallier is a trial's tally: the shared counts, its failures (any
+// stops the run) and its summary line.
+type crashTallier interface {
+	base() *crashTally
+	failures() int
+	line(seed uint64) string
+}
+
+// crashRunSpec describes one kind of trial.
+type crashRunSpec struct {
+	// title starts the first log line ("compaction crash trials:").
+	title string
+	// child is the name of the test the child process runs, role what the
+	// messages call it ("writer", "worker").
+	child, role string
+	// defaultTrials applies when TSFLIGHT_CRASH_TRIALS is unset.
+	defaultTrials int
+	// salt is mixed into the seed of the delays (each trial its own, so
+	// that a seed replays the run it was printed by).
+	salt  uint64
+	tally crashTallier
+}
+
+// crashRun is one run of crash trials: the table, the acknowledged log,
+// what was acknowledged, the random delays and the tally.
+type crashRun struct {
+	t                 *testing.T
+	ctx               context.Context
+	spec              crashRunSpec
+	trials            int
+	seed              uint64
+	rng               *rand.Rand
+	mem               *memory.CheckedAllocator
+	py                string // "" when the 0.9.0 package is missing (not in CI)
+	dir, logPath      string
+	tally             crashTallier
+	acked             map[int64]uint64 // batch id -> version that holds it
+	next              int64            // the next batch id to append
+	pythonAppendFiles string           // a directory for the batches the package appends
+}
+
+// newCrashRun skips in -short mode, reads the settings, logs them, creates
+// the table (an empty one with crashIndex) and arranges for the tally line
+// to be logged and printed and for the allocator to be checked at the end,
+// whatever happens.
+func newCrashRun(t *testing.T, spec crashRunSpec) *crashRun {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("crash trials spawn processes")
+	}
+	trials, seed := crashTrialSettings(t, spec.defaultTrials)
+	t.Logf("%s trials=%d seed=%d (replay with TSFLIGHT_CRASH_SEED=%d)", spec.title, trials, seed, seed)
+	r := &crashRun{
+		t: t, ctx: context.Background(), spec: spec, trials: trials, seed: seed,
+		rng:   rand.New(rand.NewPCG(seed, seed^spec.salt)),
+		mem:   memory.NewCheckedAllocator(memory.DefaultAllocator),
+		tally: spec.tally, acked: map[int64]uint64{},
+	}
+	t.Cleanup(func() { r.mem.AssertSize(t, 0) })
+	r.py = crashPython(t)
+	r.dir = t.TempDir()
+	r.logPath = filepath.Join(t.TempDir(), "acked.log")
+	r.pythonAppendFiles = t.TempDir()
+	if _, err := Create(r.ctx, storage.Local(r.dir), CreateOptions{Index: crashIndex()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		line := r.tally.line(r.seed)
+		t.Log(line)
+		fmt.Println(line)
+	})
+	return r
+}
+
+// crashChild is one life of a child process.
+type crashChild struct {
+	r        *crashRun
+	trial    int
+	cmd      *exec.Cmd
+	out      *lockedBuffer
+	done     chan error
+	deadline time.Time
+}
+
+// start runs the child test in a new process, with the table, the log and
+// the first batch id to append (r.next) in its environment, and env, and
+// returns once it printed "ready", which it must do within readyWithin.
+func (r *crashRun) start(trial int, readyWithin time.Duration, env ...string) *crashChild {
+	r.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+r.spec.child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TSFLIGHT_CRASH_CHILD="+r.spec.child, "TSFLIGHT_CRASH_DIR="+r.dir,
+		"TSFLIGHT_CRASH_LOG="+r.logPath, "TSFLIGHT_CRASH_FIRST="+strconv.FormatInt(r.next, 10))
+	cmd.Env = append(cmd.Env, env...)
+	c := &crashChild{r: r, trial: trial, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1), deadline: time.Now().Add(readyWithin)}
+	cmd.Stdout, cmd.Stderr = c.out, c.out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { c.done <- cmd.Wait() }()
+	for !strings.Contains(c.out.String(), "ready\n") {
+		select {
+		case err := <-c.done:
+			r.t.Fatalf("trial %d: the %s exited (%v) before it was ready:\n%s", trial, r.spec.role, err, c.out)
+		default:
+		}
+		if time.Now().After(c.deadline) {
+			_ = cmd.Process.Kill()
+			r.t.Fatalf("trial %d: the %s was not ready in %s:\n%s", trial, r.spec.role, readyWithin, c.out)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c
+}
+
+// output is what the child printed so far.
+func (c *crashChild) output() string { return c.out.String() }
+
+// waitUntil polls the child's output every poll until cond holds; the
+// child must not exit, and cond must hold before the deadline of start.
+func (c *crashChild) waitUntil(what string, poll time.Duration, cond func(out string) bool) {
+	c.r.t.Helper()
+	for !cond(c.out.String()) {
+		select {
+		case err := <-c.done:
+			c.r.t.Fatalf("trial %d: the %s exited (%v) while the test waited for %s:\n%s", c.trial, c.r.spec.role, err, what, c.out)
+		default:
+		}
+		if time.Now().After(c.deadline) {
+			_ = c.cmd.Process.Kill()
+			c.r.t.Fatalf("trial %d: no %s in time:\n%s", c.trial, what, c.out)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// kill sends SIGKILL and checks that the child died of it (it never ends
+// on its own).
+func (c *crashChild) kill() {
+	c.r.t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		c.r.t.Fatal(err)
+	}
+	if err := <-c.done; err == nil || !strings.Contains(err.Error(), "killed") {
+		c.r.t.Fatalf("trial %d: the %s ended on its own (%v) before the kill:\n%s", c.trial, c.r.spec.role, err, c.out)
+	}
+}
+
+// killAfter sleeps d and kills.
+func (c *crashChild) killAfter(d time.Duration) {
+	c.r.t.Helper()
+	time.Sleep(d)
+	c.kill()
+}
+
+// absorbAcked folds the batches the child acknowledged into r.acked.
+func (r *crashRun) absorbAcked() {
+	r.t.Helper()
+	for id, v := range readAcked(r.t, r.logPath) {
+		if _, ok := r.acked[id]; !ok {
+			r.tally.base().acked++
+		}
+		r.acked[id] = v
+	}
+}
+
+// open opens the table after a kill; a table that does not open fails
+// the run.
+func (r *crashRun) open(trial int, opts *Options) *Table {
+	r.t.Helper()
+	tb, err := Open(r.ctx, storage.Local(r.dir), opts)
+	if err != nil {
+		r.tally.base().unreadable++
+		r.t.Fatalf("trial %d: the table does not open after the kill: %v\n%s", trial, err, r.tally.line(r.seed))
+	}
+	return tb
+}
+
+// checkRows scans tb's state and compares the rows per batch with what
+// was acknowledged (checkBatches); the unacknowledged batches it finds
+// whole are acknowledged from now on. It returns the rows per batch and
+// those batches.
+func (r *crashRun) checkRows(trial int, tb *Table) (map[int64]int, []int64) {
+	r.t.Helper()
+	st := tb.State()
+	counts, err := batchCounts(r.t, r.ctx, tb, r.mem)
+	if err != nil {
+		r.tally.base().unreadable++
+		r.t.Fatalf("trial %d: scan after the kill: %v", trial, err)
+	}
+	unacked := checkBatches(r.t, r.tally.base(), counts, r.acked)
+	for _, id := range unacked {
+		r.acked[id] = st.Version // committed: from now on it must stay
+	}
+	r.tally.base().unackedCommitted += len(unacked)
+	return counts, unacked
+}
+
+// nextAfter moves r.next past every batch in counts and every acknowledged
+// one.
+func (r *crashRun) nextAfter(counts map[int64]int) {
+	for id := range counts {
+		r.next = max(r.next, id+1)
+	}
+	for id := range r.acked {
+		r.next = max(r.next, id+1)
+	}
+}
+
+// appendNext appends the next batch through tb (it must succeed) and
+// acknowledges it.
+func (r *crashRun) appendNext(trial int, tb *Table, counts map[int64]int) *AppendResult {
+	r.t.Helper()
+	r.nextAfter(counts)
+	res, err := appendCrashBatch(r.ctx, tb, r.mem, r.next)
+	if err != nil {
+		r.tally.base().appendFailed++
+		r.t.Fatalf("trial %d: the append after the kill failed: %v", trial, err)
+	}
+	r.acked[r.next] = res.Version
+	r.tally.base().acked++
+	r.next++
+	return res
+}
+
+// pythonDue says whether this trial checks with the 0.9.0 package: every
+// every-th trial and the last, when the package is there.
+func (r *crashRun) pythonDue(trial, every int) bool {
+	return r.py != "" && (trial == r.trials || trial%every == 0)
+}
+
+// pythonCheck has the 0.9.0 package open the table and count its rows
+// with SQL: every acknowledged batch, whole.
+func (r *crashRun) pythonCheck(trial int) {
+	r.t.Helper()
+	if n := pythonRowCount(r.t, r.py, r.dir); n != int64(len(r.acked)*crashRows) {
+		r.tally.base().unreadable++
+		r.t.Errorf("trial %d: timeseries-table-format counts %d rows, Go %d", trial, n, len(r.acked)*crashRows)
+	}
+	r.tally.base().pythonChecks++
+}
+
+// pythonAppend has the 0.9.0 package append the next batch to the table
+// (testdata/reference/interop.py) and acknowledges it at the version the
+// package reports. It returns that version.
+func (r *crashRun) pythonAppend(trial int) uint64 {
+	r.t.Helper()
+	for id := range r.acked {
+		r.next = max(r.next, id+1)
+	}
+	p := filepath.Join(r.pythonAppendFiles, fmt.Sprintf("batch%d.arrows", r.next))
+	rec := crashBatch(r.mem, r.next)
+	writeIPC(r.t, p, rec)
+	rec.Release()
+	ctx, cancel := context.WithTimeout(r.ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.py, filepath.Join("..", "testdata", "reference", "interop.py"), "append", "{}", r.dir, p)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var rep struct {
+		Appends []struct {
+			Version uint64 `json:"version"`
+		} `json:"appends"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &rep)
+	}
+	if err == nil && len(rep.Appends) != 1 {
+		err = fmt.Errorf("%d appends reported", len(rep.Appends))
+	}
+	if err != nil {
+		r.tally.base().appendFailed++
+		r.t.Fatalf("trial %d: timeseries-table-format could not append batch %d: %v\n%s%s", trial, r.next, err, out, stderr.String())
+	}
+	v := rep.Appends[0].Version
+	r.acked[r.next] = v
+	r.tally.base().acked++
+	r.tally.base().pythonAppends++
+	r.next++
+	return v
+}
+
+// endTrial stops the run at the first failure, with the seed to replay it.
+func (r *crashRun) endTrial(trial int) {
+	r.t.Helper()
+	if r.tally.failures() > 0 {
+		r.t.Fatalf("trial %d failed; replay with TSFLIGHT_CRASH_SEED=%d\n%s", trial, r.seed, r.tally.line(r.seed))
+	}
+}
+
+// crashChildEnv is what a child process gets from its parent.
+type crashChildEnv struct {
+	dir   string
+	first int64
+	log   *os.File
+}
+
+// crashChildStart skips the test unless this process is the child
+// process name that parent started, and opens the acknowledged log.
+func crashChildStart(t *testing.T, name, parent string) *crashChildEnv {
+	t.Helper()
+	if os.Getenv("TSFLIGHT_CRASH_CHILD") != name {
+		t.Skip("only runs as a child of " + parent)
+	}
+	first, err := strconv.ParseInt(os.Getenv("TSFLIGHT_CRASH_FIRST"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.OpenFile(os.Getenv("TSFLIGHT_CRASH_LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &crashChildEnv{dir: os.Getenv("TSFLIGHT_CRASH_DIR"), first: first, log: log}
+}
+
+// ack logs "acked <batch> <version>" and fsyncs the log, before the child
+// does anything else.
+func (c *crashChildEnv) ack(t *testing.T, id int64, v uint64) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c.log, "acked %d %d\n", id, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockedBuffer collects a child's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// readAcked parses an acked log: batch id -> version. A last line without
+// its newline is ignored.
+func readAcked(t *testing.T, path string) map[int64]uint64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := map[int64]uint64{}
+	text := string(data)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i+1]
+	} else {
+		text = ""
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		var id int64
+		var v uint64
+		if _, err := fmt.Sscanf(sc.Text(), "acked %d %d", &id, &v); err != nil {
+			t.Fatalf("acked log line %q: %v", sc.Text(), err)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+var reTempName = regexp.MustCompile(`\.tmp-`)
+
+// strayCandidates lists, independently of Vacuum, the files a writer may
+// leave: every file under data/ and _coverage/ and the temporary files of
+// the log. Paths are slash-separated, table-relative.
+func strayCandidates(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case strings.HasPrefix(rel, "data/"), strings.HasPrefix(rel, "_coverage/"):
+			out = append(out, rel)
+		case strings.HasPrefix(rel, LogDir+"/") && !strings.Contains(rel, "_orphaned") && reTempName.MatchString(rel):
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// namedPaths adds to named the paths commits from+1..to name, read with
+// encoding/json rather than the table's own decoder: segments, their
+// coverage sidecars and table coverage snapshots.
+func namedPaths(t *testing.T, dir string, from, to uint64, named map[string]bool) {
+	t.Helper()
+	for v := from + 1; v <= to; v++ {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(CommitPath(v))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Actions []struct {
+				AddSegment *struct {
+					Path         string `json:"path"`
+					CoveragePath string `json:"coverage_path"`
+				}
+				UpdateTableCoverage *struct {
+					CoveragePath string `json:"coverage_path"`
+				}
+			} `json:"actions"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatalf("commit %d: %v", v, err)
+		}
+		for _, a := range c.Actions {
+			if a.AddSegment != nil {
+				named[a.AddSegment.Path], named[a.AddSegment.CoveragePath] = true, true
+			}
+			if a.UpdateTableCoverage != nil {
+				named[a.UpdateTableCoverage.CoveragePath] = true
+			}
+		}
+	}
+}
+
+// expectedStrays is what a vacuum with the cutoff at now must remove: the
+// candidates no commit names.
+func expectedStrays(t *testing.T, dir string, named map[string]bool) []string {
+	t.Helper()
+	var out []string
+	for _, p := range strayCandidates(t, dir) {
+		if !named[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// crashPython returns the python that has timeseries-table-format, or ""
+// when there is none (a failure in CI, where it is installed).
+func crashPython(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("TSFLIGHT_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	out, err := exec.Command(py, "-c", "import timeseries_table_format as m; print(m.__version__)").CombinedOutput()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must have timeseries-table-format 0.9.0: %v: %s", err, out)
+		}
+		t.Logf("timeseries-table-format is not installed (%v): the Python checks are skipped", err)
+		return ""
+	}
+	if v := strings.TrimSpace(string(out)); v != "0.9.0" {
+		t.Fatalf("timeseries-table-format %s, want 0.9.0", v)
+	}
+	return py
+}
+
+// pythonRowCount opens the table with timeseries-table-format and counts
+// its rows with SQL.
+func pythonRowCount(t *testing.T, py, dir string) int64 {
+	t.Helper()
+	const script = `import sys, timeseries_table_format as ttf
+ttf.TimeSeriesTable.open(sys.argv[1])
+s = ttf.Session()
+s.register_tstable("t", sys.argv[1])
+print(s.sql("SELECT count(*) AS n FROM t").to_pylist()[0]["n"])`
+	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("timeseries-table-format could not read the table: %v\n%s", err, out)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("python count %q: %v", out, err)
+	}
+	return n
+}
+
+// batchCounts scans the batch column: rows per batch id.
+func batchCounts(t *testing.T, ctx context.Context, tb *Table, mem memory.Allocator) (map[int64]int, error) {
+	t.Helper()
+	return batchCountsAt(t, ctx, tb, tb.State(), mem)
+}
+
+// batchCountsAt scans the batch column of state st.
+func batchCountsAt(t *testing.T, ctx context.Context, tb *Table, st *State, mem memory.Allocator) (map[int64]int, error) {
+	t.Helper()
+	if st.Schema() == nil {
+		// Killed before the first append committed: the table has no
+		// schema and no rows yet.
+		if n := len(st.Segments); n != 0 {
+			return nil, fmt.Errorf("a table without a schema lists %d segments", n)
+		}
+		return map[int64]int{}, nil
+	}
+	rdr, err := tb.Scan(ctx, st, ScanOptions{Columns: []string{"batch"}, Alloc: mem})
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	out := map[int64]int{}
+	for rdr.Next() {
+		col := rdr.RecordBatch().Column(0).(*array.Int64)
+		for i := 0; i < col.Len(); i++ {
+			out[col.Value(i)]++
+		}
+	}
+	return out, rdr.Err()
+}
+
+// checkBatches compares the rows per batch with what was acknowledged:
+// every acked batch exactly once and whole, others whole or absent. It
+// returns the unacked batches found committed.
+func checkBatches(t *testing.T, tally *crashTally, counts map[int64]int, acked map[int64]uint64) []int64 {
+	t.Helper()
+	for id := range acked {
+		switch n := counts[id]; {
+		case n == 0:
+			tally.lost++
+			t.Errorf("acknowledged batch %d is missing", id)
+		case n > crashRows:
+			tally.dups++
+			t.Errorf("acknowledged batch %d has %d rows, want %d (duplicated)", id, n, crashRows)
+		case n < crashRows:
+			tally.partial++
+			t.Errorf("acknowledged batch %d has %d rows, want %d", id, n, crashRows)
+		}
+	}
+	var unacked []int64
+	for id, n := range counts {
+		if _, ok := acked[id]; ok {
+			continue
+		}
+		switch {
+		case n == crashRows:
+			unacked = append(unacked, id)
+		case n > crashRows:
+			tally.dups++
+			t.Errorf("unacknowledged batch %d has %d rows (duplicated)", id, n)
+		default:
+			tally.partial++
+			t.Errorf("unacknowledged batch %d is partly visible: %d of %d rows", id, n, crashRows)
+		}
+	}
+	slices.Sort(unacked)
+	return unacked
+}
+
+// checkCrashCoverage: the table checks clean (every sidecar is its
+// segment's rows' coverage, the table coverage their union), and the union
+// has exactly one pair per row (every crash batch row has its own
+// interval).
+func checkCrashCoverage(t *testing.T, ctx context.Context, tb *Table, rows int) error {
+	t.Helper()
+	rep, err := tb.Check(ctx, CheckOptions{})
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("check: %+v", rep.Findings)
+	}
+	st := tb.State()
+	if st.Schema() == nil {
+		return nil
+	}
+	u := liveUnion(t, tb, st)
+	cov, err := tb.loadCoverage(ctx, st)
+	if err != nil {
+		return err
+	}
+	if u.Cardinality() != uint64(rows) || !cov.set.Equal(u) {
+		return fmt.Errorf("coverage has %d pairs (table coverage %d) for %d rows", u.Cardinality(), cov.set.Cardinality(), rows)
+	}
+	return nil
+}
+
+// compactionCommits counts the commits in (from, to] that remove segments.
+func compactionCommits(t *testing.T, tb *Table, from, to uint64) int {
+	t.Helper()
+	n := 0
+	for v := from + 1; v <= to; v++ {
+		c, err := tb.log.readCommit(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range c.Actions {
+			if _, ok := a.(RemoveSegment); ok {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// medianDuration runs f n times and returns the median of its durations.
+func medianDuration(n int, f func()) time.Duration {
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		f()
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+func rowTotal(counts map[int64]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+func mapsEqual(a, b map[int64]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
