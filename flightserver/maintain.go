@@ -6,6 +6,7 @@ package flightserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -44,11 +45,32 @@ type MaintenanceOptions struct {
 	// Paused starts with maintenance paused for every table (the
 	// maintenance action resumes it).
 	Paused bool
+	// MemoryBytes bounds the memory of the rows one compaction holds
+	// (tableformat.CompactOptions.MemoryBytes, which it overrides): rows
+	// beyond it are sorted in parts spilled to temporary files and merged.
+	// 0 means Compact.MemoryBytes when that is set, else
+	// DefaultMaintenanceMemoryBytes (64 MiB); a value below
+	// tableformat.MinCompactMemoryBytes (1 MiB) makes RunMaintenance
+	// return an error.
+	MemoryBytes int64
 }
+
+// DefaultMaintenanceMemoryBytes is the default memory bound of a
+// background compaction: 64 MiB, so that maintenance takes a small share
+// of a server whose streams have a budget of their own (--stream-budget).
+const DefaultMaintenanceMemoryBytes = 64 << 20
 
 // DefaultMaintenanceOptions returns a fresh policy with the defaults.
 func DefaultMaintenanceOptions() *MaintenanceOptions {
-	return &MaintenanceOptions{Interval: 10 * time.Second, MinSmallSegments: 8, BytesPerSecond: 32 << 20}
+	return &MaintenanceOptions{Interval: 10 * time.Second, MinSmallSegments: 8, BytesPerSecond: 32 << 20, MemoryBytes: DefaultMaintenanceMemoryBytes}
+}
+
+// check refuses a memory bound compaction would refuse.
+func (o *MaintenanceOptions) check() error {
+	if m := o.MemoryBytes; m < 0 || (m > 0 && m < tableformat.MinCompactMemoryBytes) {
+		return fmt.Errorf("maintenance: MemoryBytes must be at least %d (1 MiB; 0 = %d), got %d", tableformat.MinCompactMemoryBytes, DefaultMaintenanceMemoryBytes, m)
+	}
+	return nil
 }
 
 func (o *MaintenanceOptions) resolve() MaintenanceOptions {
@@ -73,6 +95,13 @@ func (o *MaintenanceOptions) resolve() MaintenanceOptions {
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = 1
 	}
+	switch {
+	case r.MemoryBytes > 0:
+		c.MemoryBytes = r.MemoryBytes
+	case o.Compact == nil || o.Compact.MemoryBytes == 0:
+		c.MemoryBytes = DefaultMaintenanceMemoryBytes
+	}
+	r.MemoryBytes = c.MemoryBytes
 	c.DryRun = false
 	r.Compact = c
 	return r
@@ -138,6 +167,9 @@ func (s *Service) RunMaintenance(ctx context.Context, opts *MaintenanceOptions) 
 	if opts == nil {
 		opts = DefaultMaintenanceOptions()
 	}
+	if err := opts.check(); err != nil {
+		return err
+	}
 	m := s.maint
 	m.mu.Lock()
 	if m.on {
@@ -151,7 +183,8 @@ func (s *Service) RunMaintenance(ctx context.Context, opts *MaintenanceOptions) 
 		m.on = false
 		m.mu.Unlock()
 	}()
-	s.log.Info("maintenance: started", "interval", m.opts.Interval, "min_small_segments", m.opts.MinSmallSegments, "bytes_per_second", m.opts.BytesPerSecond, "paused", m.opts.Paused)
+	s.log.Info("maintenance: started", "interval", m.opts.Interval, "min_small_segments", m.opts.MinSmallSegments, "bytes_per_second", m.opts.BytesPerSecond,
+		"memory_bytes", m.opts.MemoryBytes, "paused", m.opts.Paused)
 	tick := time.NewTicker(m.opts.Interval)
 	defer tick.Stop()
 	for {
@@ -304,6 +337,9 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 		copts := *m.opts.Compact
 		copts.SmallBytes = bound
 		copts.MinSegments = 2
+		if copts.Alloc == nil {
+			copts.Alloc = s.scanAlloc() // the recycling pool, or what tests count
+		}
 		start := time.Now()
 		rep, err := tb.Compact(ctx, &copts)
 		took := time.Since(start)
@@ -330,7 +366,8 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 			return // nothing the policy can merge (the small segments are alone in their windows)
 		}
 		s.log.Info("maintenance: compacted", "table", name, "version", rep.CommittedVersion, "segments", rep.SourceSegments, "into", rep.OutputSegments,
-			"rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter, "took", took.Round(time.Millisecond))
+			"rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter, "memory_peak", rep.MemoryPeak,
+			"spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "took", took.Round(time.Millisecond))
 		if rate := m.opts.BytesPerSecond; rate > 0 {
 			// Spread the work: the group's bytes at the rate, less the
 			// time it took.

@@ -2,11 +2,16 @@ package flightserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // startMaintenance runs ts's maintenance until the test ends (and checks
@@ -236,4 +241,101 @@ func TestMaintenanceTiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRows(t, "after the tiers", got.rows, want)
+}
+
+// TestMaintenanceMemoryOptions: the memory bound of background compaction
+// defaults to 64 MiB, takes Compact.MemoryBytes when only that is set, is
+// overridden by MemoryBytes, and a bound compaction would refuse makes
+// RunMaintenance fail before it starts.
+func TestMaintenanceMemoryOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts MaintenanceOptions
+		want int64
+	}{
+		{MaintenanceOptions{}, DefaultMaintenanceMemoryBytes},
+		{*DefaultMaintenanceOptions(), DefaultMaintenanceMemoryBytes},
+		{MaintenanceOptions{Compact: &tableformat.CompactOptions{MemoryBytes: 8 << 20}}, 8 << 20},
+		{MaintenanceOptions{Compact: &tableformat.CompactOptions{}}, DefaultMaintenanceMemoryBytes},
+		{MaintenanceOptions{MemoryBytes: 2 << 20, Compact: &tableformat.CompactOptions{MemoryBytes: 8 << 20}}, 2 << 20},
+	} {
+		if err := c.opts.check(); err != nil {
+			t.Errorf("%+v: %v", c.opts, err)
+		}
+		if r := c.opts.resolve(); r.MemoryBytes != c.want || r.Compact.MemoryBytes != c.want {
+			t.Errorf("%+v resolves to %d (compaction %d), want %d", c.opts, r.MemoryBytes, r.Compact.MemoryBytes, c.want)
+		}
+	}
+	ts := startServer(t, nil)
+	for _, bad := range []int64{-1, 1, tableformat.MinCompactMemoryBytes - 1} {
+		err := ts.svc.RunMaintenance(context.Background(), &MaintenanceOptions{MemoryBytes: bad})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("MemoryBytes must be at least 1048576 (1 MiB; 0 = 67108864), got %d", bad)) {
+			t.Errorf("MemoryBytes %d: %v", bad, err)
+		}
+	}
+	if ts.svc.maintenanceInfo("", nil).Enabled {
+		t.Fatal("maintenance runs after refusing its options")
+	}
+}
+
+// TestMaintenanceMemoryBound: with a 1 MiB bound, maintenance compacts
+// small segments whose rows decode to several times that by spilling
+// sorted runs; its log says how much it held (within the bound) and how
+// much it spilled, the table reads the same rows, and every Arrow buffer
+// went through the server's allocator (checked to be freed at the end).
+func TestMaintenanceMemoryBound(t *testing.T) {
+	ts, logs := startLoggedServer(t)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	var want []row
+	for i := range 6 {
+		rows := genRows(t0.Add(timeOfStep(i*100)), 100, 20)
+		batches := buildBatches(ts.cliMem, rows, len(rows))
+		_, err := ts.put(ctx, pathDesc("cpu"), tsbsSchema, batches...)
+		releaseAll(batches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rows...)
+	}
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 2, BytesPerSecond: -1,
+		QuietAfter: time.Millisecond, MemoryBytes: tableformat.MinCompactMemoryBytes})
+	// Done: one segment left, and a log line for every compaction (the
+	// line follows the commit).
+	compacted := func() []map[string]any {
+		var out []map[string]any
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "maintenance: compacted") {
+				var line map[string]any
+				if err := json.Unmarshal([]byte(l), &line); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	if !waitFor(20*time.Second, func() bool {
+		m := ts.maintenance(ctx, "cpu")
+		return m["segments"] == 1.0 && m["running"] == false && float64(len(compacted())) == m["runs"]
+	}) {
+		t.Fatalf("not compacted: %v", ts.maintenance(ctx, "cpu"))
+	}
+	spilled := 0.0
+	for _, line := range compacted() {
+		peak, _ := line["memory_peak"].(float64)
+		runs, _ := line["spilled_runs"].(float64)
+		t.Logf("compacted %v segments: memory_peak %v, spilled_runs %v, spill_bytes %v", line["segments"], line["memory_peak"], line["spilled_runs"], line["spill_bytes"])
+		if peak <= 0 || peak > tableformat.MinCompactMemoryBytes {
+			t.Fatalf("maintenance log: %v", line)
+		}
+		spilled = max(spilled, runs)
+	}
+	if spilled < 2 {
+		t.Fatalf("no compaction spilled: %v", compacted())
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "after a bounded compaction", got.rows, want)
 }

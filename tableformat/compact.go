@@ -4,7 +4,11 @@
 // coverage stay exactly the same; only the files that hold them change.
 //
 // compact.go has the API and the commit loop, compact_plan.go the choice of
-// groups, compact_write.go reading, sorting, writing and verifying a group.
+// groups, compact_write.go writing and verifying a group's outputs,
+// compact_runs.go reading a group within its memory bound
+// (compact_memory.go), compact_sort.go and compact_gather.go sorting rows
+// in memory, compact_spill.go the temporary runs and compact_merge.go
+// their merge.
 
 package tableformat
 
@@ -34,6 +38,14 @@ const (
 	// merges (1 GiB, eight full groups), so that a background policy can
 	// call it repeatedly and each call stays short.
 	DefaultCompactMaxBytes = 1 << 30
+	// DefaultCompactMemoryBytes bounds the decoded rows one compaction
+	// holds (CompactOptions.MemoryBytes): 128 MiB. A group of small
+	// segments compresses 10-25 times on disk, so its 128 MiB of sources
+	// can decode to gigabytes; what does not fit is sorted a part at a
+	// time into temporary runs and merged.
+	DefaultCompactMemoryBytes = 128 << 20
+	// MinCompactMemoryBytes is the smallest memory bound accepted (1 MiB).
+	MinCompactMemoryBytes = 1 << 20
 )
 
 // CompactOptions tune one [Table.Compact]. Use [DefaultCompactOptions];
@@ -78,15 +90,33 @@ type CompactOptions struct {
 	// Alloc allocates the decoded rows and the Parquet writer's buffers;
 	// nil means the package's recycling pool (ScanAllocator).
 	Alloc memory.Allocator
+	// MemoryBytes bounds the memory of the rows one group holds at a
+	// time: decoded batches, the sort index, batches gathered for the
+	// writer and the writer's open row group. 0 means
+	// DefaultCompactMemoryBytes (128 MiB); below MinCompactMemoryBytes
+	// (1 MiB) is refused. A group whose rows do not fit is sorted a part
+	// at a time into temporary files (SpillDir) that are merged into the
+	// outputs; one that fits is written straight from memory. Outside the
+	// bound, and independent of the group's size: the Parquet page
+	// buffers of the two sources being decoded, the dictionary pages of
+	// the open output row group, and the group's coverage.
+	MemoryBytes int64
+	// SpillDir is the directory of the temporary runs; "" means
+	// os.TempDir() ($TMPDIR). The files are unlinked as soon as they are
+	// created, so that nothing is left there even when the process is
+	// killed; they take about the decoded size of a group's rows beyond
+	// the bound (see CompactReport.SpillBytes).
+	SpillDir string
 }
 
 // DefaultCompactOptions returns a fresh CompactOptions with the defaults:
 // 128 MiB targets, candidates below half of it (64 MiB; SmallBytes 0
 // follows TargetBytes), at least 2 sources a group,
 // 65,536 rows per row group, zstd, 64 retries, at most 1 GiB of sources per
-// call, no group bound.
+// call, no group bound, 128 MiB of memory, runs spilled to os.TempDir().
 func DefaultCompactOptions() *CompactOptions {
 	return &CompactOptions{
+		MemoryBytes:        DefaultCompactMemoryBytes,
 		TargetBytes:        DefaultCompactTargetBytes,
 		MinSegments:        2,
 		MaxRowsPerRowGroup: DefaultCompactRowsPerRowGroup,
@@ -117,6 +147,8 @@ func (o *CompactOptions) resolve() (*CompactOptions, error) {
 		return nil, invalidf("compact: MaxGroups must not be negative (0 = no bound), got %d", r.MaxGroups)
 	case r.MaxBytes < 0:
 		return nil, invalidf("compact: MaxBytes must not be negative (0 = no bound), got %d", r.MaxBytes)
+	case r.MemoryBytes != 0 && r.MemoryBytes < MinCompactMemoryBytes:
+		return nil, invalidf("compact: MemoryBytes must be at least %d (1 MiB; 0 = %d), got %d", MinCompactMemoryBytes, DefaultCompactMemoryBytes, r.MemoryBytes)
 	}
 	if _, err := compress.GetCodec(r.Compression); err != nil {
 		return nil, invalidf("compact: Compression %v is not supported: %v", r.Compression, err)
@@ -138,6 +170,9 @@ func (o *CompactOptions) resolve() (*CompactOptions, error) {
 	}
 	if r.Alloc == nil {
 		r.Alloc = scanPool
+	}
+	if r.MemoryBytes == 0 {
+		r.MemoryBytes = DefaultCompactMemoryBytes
 	}
 	return &r, nil
 }
@@ -191,6 +226,14 @@ type CompactReport struct {
 	RowsWritten    uint64 `json:"rows_written"`
 	BytesBefore    uint64 `json:"bytes_before"`
 	BytesAfter     uint64 `json:"bytes_after"`
+	// MemoryPeak is the most memory the call's rows held at once (Arrow
+	// buffers and sort index; see CompactOptions.MemoryBytes).
+	MemoryPeak uint64 `json:"memory_peak,omitempty"`
+	// SpilledRuns counts the sorted runs written to temporary files
+	// because a group's rows did not fit MemoryBytes, and SpillBytes
+	// their bytes (0 when every group fitted).
+	SpilledRuns int    `json:"spilled_runs,omitempty"`
+	SpillBytes  uint64 `json:"spill_bytes,omitempty"`
 }
 
 // Compact merges small segments into large ones and commits the exchange
@@ -210,7 +253,8 @@ type CompactReport struct {
 // current schema (segments written before add_columns read null in the
 // newer columns), sorted by (entity columns…, index), and written as new
 // segments under data/_managed/append/ with their coverage sidecars, rolled
-// at TargetBytes, in row groups of MaxRowsPerRowGroup rows. Before anything
+// at TargetBytes, in row groups of MaxRowsPerRowGroup rows (fewer when a
+// quarter of MemoryBytes cannot hold that many decoded). Before anything
 // is committed each group is verified: the rows written equal the rows
 // read and the rows the log records, and the union of the outputs'
 // coverage equals the union of the sources' sidecars, identity by
@@ -228,10 +272,13 @@ type CompactReport struct {
 // The replaced files stay on disk: older versions still name them, and
 // removing them is for a cleanup of expired versions, not for Compact.
 //
-// Memory: one group's decoded rows are held at a time, about TargetBytes
-// times the sources' compression ratio (tiny segments compress poorly, so
-// for them it is close to their size on disk). Lower TargetBytes to bound
-// it further.
+// Memory: a group's rows are read in batches and held up to MemoryBytes
+// (rows, sort index, batches being gathered, the output's open row group;
+// CompactReport.MemoryPeak says how much was held). A group whose rows fit
+// is sorted in memory; otherwise each bufferful is sorted and spilled as a
+// run, an Arrow IPC stream in a temporary file of SpillDir (unlinked at
+// once, so that nothing outlives the call, not even a killed process), and
+// the runs are merged into the outputs, at most 16 at a time.
 //
 // Errors wrap the package's categories: invalid options are
 // ErrInvalidInput naming the field; a cancelled ctx returns ctx.Err() with
@@ -271,8 +318,9 @@ func (t *Table) Compact(ctx context.Context, opts *CompactOptions) (*CompactRepo
 		return rep, nil
 	}
 
-	run := &compactRun{t: t, opts: o}
+	run := &compactRun{t: t, opts: o, acct: newCompactAccount(o.Alloc)}
 	defer run.cleanup()
+	defer run.note(rep)
 	for _, g := range plan.groups {
 		if err := run.writeGroup(ctx, st, g); err != nil {
 			return nil, ctxOr(ctx, err)
@@ -377,6 +425,12 @@ func compactActions(groups []*compactGroup) []Action {
 		}
 	}
 	return out
+}
+
+// note fills in what the call's memory account and spills saw.
+func (r *compactRun) note(rep *CompactReport) {
+	rep.MemoryPeak = uint64(max(r.acct.peak.Load(), 0))
+	rep.SpilledRuns, rep.SpillBytes = r.spillRuns, r.spillBytes
 }
 
 // total fills in the report's totals from its groups.

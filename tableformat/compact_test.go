@@ -602,6 +602,8 @@ func TestCompactRefusesOptions(t *testing.T) {
 		{func(o *CompactOptions) { o.MaxGroups = -1 }, "MaxGroups must not be negative (0 = no bound), got -1"},
 		{func(o *CompactOptions) { o.MaxBytes = -1 }, "MaxBytes must not be negative (0 = no bound), got -1"},
 		{func(o *CompactOptions) { o.Compression = 99 }, "Compression"},
+		{func(o *CompactOptions) { o.MemoryBytes = -1 }, "MemoryBytes must be at least 1048576 (1 MiB; 0 = 134217728), got -1"},
+		{func(o *CompactOptions) { o.MemoryBytes = 1<<20 - 1 }, "MemoryBytes must be at least 1048576 (1 MiB; 0 = 134217728), got 1048575"},
 	}
 	for _, c := range cases {
 		o := compactOpts(e.mem)
@@ -617,10 +619,10 @@ func TestCompactRefusesOptions(t *testing.T) {
 		t.Fatalf("zero options: %+v %v", rep, err)
 	}
 	if o, _ := (&CompactOptions{}).resolve(); o.TargetBytes != DefaultCompactTargetBytes || o.SmallBytes != DefaultCompactTargetBytes/2 ||
-		o.MinSegments != 2 || o.MaxRowsPerRowGroup != DefaultCompactRowsPerRowGroup || o.Alloc != scanPool {
+		o.MinSegments != 2 || o.MaxRowsPerRowGroup != DefaultCompactRowsPerRowGroup || o.Alloc != scanPool || o.MemoryBytes != DefaultCompactMemoryBytes || o.SpillDir != "" {
 		t.Fatalf("zero options resolve to %+v", o)
 	}
-	if o, _ := (*CompactOptions)(nil).resolve(); o.MaxRetries != 64 || o.MaxBytes != DefaultCompactMaxBytes {
+	if o, _ := (*CompactOptions)(nil).resolve(); o.MaxRetries != 64 || o.MaxBytes != DefaultCompactMaxBytes || o.MemoryBytes != DefaultCompactMemoryBytes {
 		t.Fatalf("nil options resolve to %+v", o)
 	}
 }
@@ -1072,8 +1074,17 @@ func TestCompactFailures(t *testing.T) {
 // TestCompactAllTypes: rows of every column type (the all_types fixture:
 // three entity columns of three types, nested columns, decimals, nulls),
 // appended one row at a time, compact into one segment that reads back the
-// same, sorted by (e_str, e_i32, e_u64, ts).
+// same, sorted by (e_str, e_i32, e_u64, ts): sorted in memory, and with a
+// memory bound so small that every batch read is spilled as a run of its
+// own and the runs are merged.
 func TestCompactAllTypes(t *testing.T) {
+	t.Run("in memory", func(t *testing.T) { testCompactAllTypes(t, 0) })
+	t.Run("spilled", func(t *testing.T) { testCompactAllTypes(t, 1) })
+}
+
+// testCompactAllTypes runs TestCompactAllTypes with the memory bound limit
+// (0: the default).
+func testCompactAllTypes(t *testing.T, limit int64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
@@ -1119,8 +1130,13 @@ func TestCompactAllTypes(t *testing.T) {
 	if n := len(tb.State().Segments); n != 3 {
 		t.Fatalf("%d segments", n)
 	}
-	rep, err := tb.Compact(ctx, compactOpts(mem))
-	if err != nil || rep.SourceSegments != 3 || rep.OutputSegments != 1 {
+	var rep *CompactReport
+	if limit == 0 {
+		rep, err = tb.Compact(ctx, compactOpts(mem))
+	} else {
+		rep, err = compactWithLimit(ctx, tb, compactOpts(mem), limit)
+	}
+	if err != nil || rep.SourceSegments != 3 || rep.OutputSegments != 1 || (limit > 0) != (rep.SpilledRuns >= 2) {
 		t.Fatalf("%+v %v", rep, err)
 	}
 	if got := tableRows(t, ctx, tb, nil, mem); !slices.Equal(got, want) {

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 func TestBadUsageExits2(t *testing.T) {
@@ -35,6 +37,10 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"serve", "--root", root, "--stream-budget", "lots"}, nil, `"lots" is not a size`},
 		{[]string{"serve", "--root", root, "--stream-budget", "-1"}, nil, "--stream-budget"},
 		{[]string{"serve", "--root", root, "--stream-stall-timeout", "0s"}, nil, "--stream-stall-timeout must be positive"},
+		{[]string{"serve", "--root", root, "--maintenance-memory", "512KiB"}, nil, "--maintenance-memory must be at least 1MiB, got 512KiB"},
+		{[]string{"serve", "--root", root, "--maintenance-memory", "0"}, nil, "--maintenance-memory must be at least 1MiB, got 0"},
+		{[]string{"serve", "--root", root, "--maintenance-memory", "lots"}, nil, `"lots" is not a size`},
+		{[]string{"serve", "--root", root, "--maintenance-memory", "-64MiB"}, nil, "--maintenance-memory"},
 		{[]string{"serve", "--root", root, "--stream-stall-timeout", "soon"}, nil, "--stream-stall-timeout"},
 		{[]string{"serve", "--root", root, "--sql-memory-limit", "1MiB"}, nil, "--sql-memory-limit must be at least 16MiB (or 0 for the default), got 1MiB"},
 		{[]string{"serve", "--root", root, "--sql-prepared-bytes", "-1"}, nil, "--sql-prepared-bytes"},
@@ -62,7 +68,8 @@ func TestHelp(t *testing.T) {
 		stdout, _, code := runCLI(t, nil, args...)
 		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s",
 			"--max-calls N", "default 1000", "--max-streams-per-conn N", "default 100", "--request-timeout DURATION", "default 1h0m0s", "--max-result-rows N",
-			"--stream-budget SIZE", "--stream-stall-timeout DURATION", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE"} {
+			"--stream-budget SIZE", "--stream-stall-timeout DURATION", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE",
+			"--maintenance-memory SIZE", "and merged (default 64MiB)"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
 			}
@@ -87,6 +94,21 @@ func TestVersion(t *testing.T) {
 		stdout, stderr, code := runCLI(t, nil, args...)
 		if code != 0 || !strings.HasPrefix(stdout, "tsflight ") || !strings.Contains(stdout, "go1.") || stderr != "" {
 			t.Errorf("tsflight %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestServeMaintenanceMemoryFlag: --maintenance-memory defaults to the
+// maintenance default (64 MiB) and takes sizes with units.
+func TestServeMaintenanceMemoryFlag(t *testing.T) {
+	cfg, err := parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r"}), nil)
+	if err != nil || int64(cfg.maintMemory) != flightserver.DefaultMaintenanceMemoryBytes || cfg.maintMemory.String() != "64MiB" {
+		t.Fatalf("default: %v %v", cfg.maintMemory.String(), err)
+	}
+	for arg, want := range map[string]int64{"96MiB": 96 << 20, "1MiB": 1 << 20, "2GiB": 2 << 30, "1048576": 1 << 20} {
+		cfg, err := parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r"}), []string{"--maintenance-memory", arg})
+		if err != nil || int64(cfg.maintMemory) != want {
+			t.Errorf("--maintenance-memory %s: %d %v, want %d", arg, cfg.maintMemory, err, want)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 const (
@@ -86,8 +87,10 @@ Maintenance (docs/design.md): every --maintenance-interval (default 10s;
 0 = off) and whenever an append leaves a table with
 --maintenance-min-segments small segments of one size tier (default 8),
 the server merges them into a larger sorted one, one group at a time,
-reading at most --maintenance-rate bytes per second (default 32MiB); once
-a table had no append for --maintenance-quiet-after (default 30s), all its
+reading at most --maintenance-rate bytes per second (default 32MiB) and
+holding at most --maintenance-memory of rows (default 64MiB; more are
+sorted in parts spilled to temporary files in $TMPDIR and merged); once a
+table had no append for --maintenance-quiet-after (default 30s), all its
 small segments are merged. The maintenance action shows what is pending
 and pauses or resumes it; --maintenance-paused starts paused.
 
@@ -141,6 +144,7 @@ type serveConfig struct {
 	maintInterval   time.Duration
 	maintMinSegs    int
 	maintRate       byteSize
+	maintMemory     byteSize
 	maintPaused     bool
 	maintQuiet      time.Duration
 	demo            bool
@@ -150,11 +154,12 @@ type serveConfig struct {
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	cfg := &serveConfig{
-		logLevel:  newChoice("info", logLevels...),
-		logFormat: newChoice("text", "text", "json"),
-		maxRecv:   defaultMsgSize,
-		maxSend:   defaultMsgSize,
-		gcPercent: flightserver.RecommendedGCPercent,
+		logLevel:    newChoice("info", logLevels...),
+		logFormat:   newChoice("text", "text", "json"),
+		maxRecv:     defaultMsgSize,
+		maxSend:     defaultMsgSize,
+		gcPercent:   flightserver.RecommendedGCPercent,
+		maintMemory: flightserver.DefaultMaintenanceMemoryBytes,
 	}
 	lim := flightserver.DefaultLimits()
 	fs := newFlagSet(serveCmd)
@@ -175,6 +180,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.maintInterval, "maintenance-interval", 10*time.Second, "how often background maintenance looks at every table to compact small segments (`duration`, 0 = no maintenance; appends that leave enough small segments wake it earlier)")
 	fs.IntVar(&cfg.maintMinSegs, "maintenance-min-segments", 8, "small segments a table must have before maintenance compacts it (`n`)")
 	fs.Var(&cfg.maintRate, "maintenance-rate", "bytes of segments per second maintenance may read and rewrite (`size`, 0 = 32MiB), so that compaction leaves the cores to queries and appends")
+	fs.Var(&cfg.maintMemory, "maintenance-memory", "memory the rows of one background compaction may hold (`size`, at least 1MiB): what does not fit is sorted in parts written to temporary files in $TMPDIR, unlinked at once, and merged")
 	fs.DurationVar(&cfg.maintQuiet, "maintenance-quiet-after", 30*time.Second, "how long after its last append a table counts as quiet, when maintenance merges all its small segments instead of only those of one size tier (`duration`, -1s = never)")
 	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
@@ -218,6 +224,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--maintenance-quiet-after must be positive, or negative for never, got 0")
 	case cfg.maintRate < 0:
 		return nil, usagef("--maintenance-rate must not be negative, got %s", cfg.maintRate.String())
+	case cfg.maintMemory < tableformat.MinCompactMemoryBytes:
+		return nil, usagef("--maintenance-memory must be at least 1MiB, got %s", cfg.maintMemory.String())
 	case cfg.maxResultRows < 0:
 		return nil, usagef("--max-result-rows must not be negative, got %d", cfg.maxResultRows)
 	case cfg.gcPercent < -1:
@@ -348,7 +356,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
 		"max_result_rows", cfg.maxResultRows, "sql_memory_limit", cfg.sqlMemoryLimit.String(),
 		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "stream_stall_timeout", cfg.stallTimeout,
-		"maintenance_interval", cfg.maintInterval}, sec.describe()...)...)
+		"maintenance_interval", cfg.maintInterval, "maintenance_memory", cfg.maintMemory.String()}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
 	hup, stopHUP := notifyHUP()
 	defer stopHUP()
@@ -367,7 +375,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		go func() {
 			defer close(maintDone)
 			_ = svc.RunMaintenance(mctx, &flightserver.MaintenanceOptions{Interval: cfg.maintInterval, MinSmallSegments: cfg.maintMinSegs,
-				BytesPerSecond: int64(cfg.maintRate), QuietAfter: cfg.maintQuiet, Paused: cfg.maintPaused})
+				BytesPerSecond: int64(cfg.maintRate), QuietAfter: cfg.maintQuiet, Paused: cfg.maintPaused, MemoryBytes: int64(cfg.maintMemory)})
 		}()
 		defer func() { stopMaint(); <-maintDone }() // a compaction cut short commits nothing
 	}

@@ -29,11 +29,21 @@ stall timeout), the same 24 stalled clients:
      waiting for budget, every one of them reads its stream to the end
      with the rows of its endpoint; no connection is closed.
 
+The servers run background maintenance (--maintenance-interval 1s, the
+other maintenance flags at their defaults): a second after the start it
+compacts the demo's 24 hourly segments into one, while the first streams
+stall. Its memory is bounded by --maintenance-memory (64 MiB by default),
+not by the stream budget; test 2 waits for it to finish and checks the
+RSS bound of test 1 over all of it. Every read names the table version
+the server started with, so that the compaction's commit changes no
+plan under the tests.
+
 The figures (RSS, times, closings) are printed; pytest shows them with -s,
 which running the file directly passes. At the end each server is stopped
 with SIGTERM and must exit 0.
 """
 
+import json
 import os
 import re
 import shutil
@@ -61,6 +71,7 @@ BUDGET = 64 * MIB  # --stream-budget of the servers under pressure
 STALL = 2.0  # --stream-stall-timeout, seconds
 STREAMS = 24  # stalled clients
 FRESH_BOUND = 60.0  # seconds a fresh client may take to read the table past them
+COMPACTION_BOUND = 120.0  # seconds background maintenance may take to compact the demo table
 # The RSS bound of test 1: the server's RSS before the streams plus
 # RSS_BUDGETS budgets. The budget bounds what the streams' accounts hold
 # (plus one stream's next message, about two 13 MiB batches); on top of
@@ -93,15 +104,19 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="tsflight-stall-")
         self.log_path = os.path.join(self.dir, "serve.log")
         self._log = open(self.log_path, "wb")
-        # No background maintenance: it would compact the demo's 24 hourly
-        # segments meanwhile, and a compaction's memory (the group's rows,
-        # decoded and sorted) is not on the stream budget these bounds test.
+        # Background maintenance looks a second after the start and
+        # compacts the demo's 24 hourly segments while the streams below
+        # stall. A compaction's memory is not on the stream budget, but it
+        # is bounded too (--maintenance-memory, 64 MiB by default: the rows
+        # beyond it are sorted in runs spilled to $TMPDIR and merged), so
+        # the RSS bounds below hold with it.
         args = [BIN, "serve", "--root", os.path.join(self.dir, "root"), "--demo", "--listen", "127.0.0.1:0",
-                "--stream-budget", budget, "--stream-stall-timeout", "%gs" % STALL, "--maintenance-interval", "0"]
+                "--stream-budget", budget, "--stream-stall-timeout", "%gs" % STALL, "--maintenance-interval", "1s"]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         try:
             self.url = "grpc://" + self._wait_address(90.0)
             self.base_rss = self.rss()
+            self.version = self._version()
         except BaseException:
             self.stop()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -117,6 +132,15 @@ class Server:
                 raise AssertionError("the server exited %s before listening:\n%s" % (self.proc.returncode, self.log()))
             time.sleep(0.1)
         raise AssertionError("the server logged no address within %.0f s:\n%s" % (within, self.log()))
+
+    def _version(self):
+        """The table's version now: every read of the tests names it."""
+        client = flight.connect(self.url)
+        try:
+            results = list(client.do_action(flight.Action("describe-table", json.dumps({"table": TABLE}).encode())))
+        finally:
+            client.close()
+        return json.loads(results[0].body.to_pybytes())["version"]
 
     def log(self):
         with open(self.log_path, errors="replace") as f:
@@ -183,19 +207,21 @@ class RssWatch:
         self._thread.join()
 
 
-def table_info(client, options=None):
-    info = client.get_flight_info(flight.FlightDescriptor.for_path(TABLE), options)
+def table_info(client, version, options=None):
+    """The plan of the whole table at version."""
+    descriptor = flight.FlightDescriptor.for_command(json.dumps({"table": TABLE, "version": version}).encode())
+    info = client.get_flight_info(descriptor, options)
     assert len(info.endpoints) >= 1, info
     return info
 
 
-def read_table(url, timeout):
-    """A fresh client reads every endpoint of the table; returns its
-    FlightInfo and the rows of each endpoint."""
+def read_table(url, version, timeout):
+    """A fresh client reads every endpoint of the table at version; returns
+    its FlightInfo and the rows of each endpoint."""
     client = flight.connect(url)
     try:
         options = flight.FlightCallOptions(timeout=timeout)
-        info = table_info(client, options)
+        info = table_info(client, version, options)
         rows = [client.do_get(e.ticket, options).read_all().num_rows for e in info.endpoints]
     finally:
         client.close()
@@ -277,7 +303,7 @@ def stall(srv, watch):
     (the fixtures add to it)."""
     client = flight.connect(srv.url)
     try:
-        info = table_info(client)
+        info = table_info(client, srv.version)
     finally:
         client.close()
     start = time.monotonic()
@@ -294,6 +320,27 @@ def check_came(state):
     stalled = state["stalled"]
     assert state["came"], "first chunks still missing after %.0f s: %r" % (state["opened"], stalled.first)
     stalled.check_first_chunks()
+
+
+COMPACTED = re.compile(r"maintenance: compacted: .*?segments=(\d+) into=(\d+).*?memory_peak=(\d+).*?took=(\S+)")
+
+
+def wait_compacted(srv, within):
+    """Waits until the server's log says maintenance compacted something."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if COMPACTED.search(srv.log()):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def maintenance_figure(srv):
+    """What the server's log says background maintenance did so far."""
+    done = COMPACTED.findall(srv.log())
+    if not done:
+        return "no compaction yet"
+    return "; ".join("compacted %s segments into %s holding at most %s, in %s" % (s, o, mib(int(p)), t) for s, o, p, t in done)
 
 
 def rss_bound(srv):
@@ -327,7 +374,7 @@ def fresh(server, pressured):
     """A fresh client reading the whole table past the stalled ones."""
     before = server.evictions()
     start = time.monotonic()
-    info, rows = read_table(server.url, FRESH_BOUND + 30)
+    info, rows = read_table(server.url, server.version, FRESH_BOUND + 30)
     took = time.monotonic() - start
     return {"info": info, "rows": rows, "took": took, "evicted_meanwhile": server.evictions() - before,
             "peak": pressured["watch"].peak}
@@ -340,7 +387,7 @@ def roomy(server):
     timeout and more while the server's RSS is watched (without a budget
     it grows for a few seconds after the first chunks: each scan decodes
     ahead until gRPC holds a message it cannot write)."""
-    info, rows = read_table(server.url, 60)
+    info, rows = read_table(server.url, server.version, 60)
     assert info.total_records == DEMO_ROWS and sum(rows) == DEMO_ROWS, (info.total_records, rows)
     base = server.rss()  # after that read, so it is not counted below
     watch = RssWatch(server)
@@ -382,6 +429,14 @@ class TestUnderPressure:
                "(%d connections closed meanwhile, %d in all); peak RSS %s, bound %s"
                % (STREAMS, sum(rows), len(rows), fresh["took"], fresh["evicted_meanwhile"], server.evictions(),
                   mib(fresh["peak"]), mib(rss_bound(server))))
+        # The background compaction started a second after the server;
+        # the RSS watch of test 1 runs on until the class ends.
+        compacted = wait_compacted(server, COMPACTION_BOUND)
+        peak = pressured["watch"].peak
+        figure("maintenance: %s; peak RSS over the stalled streams, the fresh client and the compaction %s, bound %s"
+               % (maintenance_figure(server), mib(peak), mib(rss_bound(server))))
+        assert compacted, "no background compaction within %.0f s; the log ends:\n%s" % (COMPACTION_BOUND, server.log()[-3000:])
+        assert peak < rss_bound(server), (mib(peak), mib(rss_bound(server)))
         assert info.total_records == DEMO_ROWS, info.total_records
         assert sum(rows) == info.total_records, (rows, info.total_records)
         assert fresh["took"] <= FRESH_BOUND, "the fresh client took %.1f s" % fresh["took"]

@@ -1,0 +1,174 @@
+package tableformat
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/tsflight/tsflight/coverage"
+)
+
+// Sorting and gathering rows in memory: the rows of a compaction that fit
+// its memory bound are sorted by (identity, index) through an index of
+// row references, and gathered in that order into new batches.
+
+// compactRows are the decoded rows of one group, and their order.
+type compactRows struct {
+	schema  *arrow.Schema
+	batches []arrow.RecordBatch
+	order   []compactRef
+
+	// Scratch space of take, kept between calls.
+	spans []compactSpan
+	srcs  []takeSource
+}
+
+// compactRef is one row: its identity's rank, its index as an ordered key,
+// and where it is.
+type compactRef struct {
+	ident uint32
+	key   uint64
+	batch uint32
+	row   uint32
+}
+
+func (rows *compactRows) release() {
+	for _, b := range rows.batches {
+		b.Release()
+	}
+	rows.batches = nil
+}
+
+// sort orders the rows by (identity, index): identities in the canonical
+// order of the coverage (component by component, strings bytewise), index
+// values ascending.
+func (rows *compactRows) sort(ir indexReader, er entityReader) error {
+	var total int
+	for _, b := range rows.batches {
+		total += int(b.NumRows())
+	}
+	if total > 1<<32-1 || len(rows.batches) > 1<<32-1 {
+		return invalidf("compaction: a group of %d rows is too large to sort; lower TargetBytes", total)
+	}
+	rows.order = make([]compactRef, 0, total)
+	seen := map[string]uint32{}
+	var idents []coverage.Identity
+	var key []byte
+	for bi, b := range rows.batches {
+		n := int(b.NumRows())
+		keys := compactIndexKeys(b.Column(ir.col), ir.typ)
+		cols := make([]arrow.Array, len(er.cols))
+		for k, c := range er.cols {
+			cols[k] = b.Column(c)
+		}
+		for row := range n {
+			var id uint32
+			if len(cols) > 0 {
+				key = compactIdentityKey(key[:0], cols, er.types, row)
+				var ok bool
+				if id, ok = seen[string(key)]; !ok {
+					id = uint32(len(idents))
+					seen[string(key)] = id
+					idents = append(idents, compactIdentity(cols, er.types, row))
+				}
+			}
+			rows.order = append(rows.order, compactRef{ident: id, key: keys[row], batch: uint32(bi), row: uint32(row)})
+		}
+	}
+	if len(idents) > 1 {
+		byRank := make([]uint32, len(idents))
+		for i := range byRank {
+			byRank[i] = uint32(i)
+		}
+		slices.SortFunc(byRank, func(a, b uint32) int { return idents[a].Compare(idents[b]) })
+		rank := make([]uint32, len(idents))
+		for r, id := range byRank {
+			rank[id] = uint32(r)
+		}
+		for i := range rows.order {
+			rows.order[i].ident = rank[rows.order[i].ident]
+		}
+	}
+	slices.SortFunc(rows.order, func(a, b compactRef) int {
+		if c := cmp.Compare(a.ident, b.ident); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.batch, b.batch); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.row, b.row)
+	})
+	return nil
+}
+
+// compactIndexKeys maps index values to keys that sort as the values do
+// (signed values with the sign bit flipped). Null values (refused later by
+// the coverage) get key 0.
+func compactIndexKeys(idx arrow.Array, typ IndexType) []uint64 {
+	n := idx.Len()
+	out := make([]uint64, n)
+	d := idx.Data()
+	if n == 0 || d.Buffers()[1] == nil {
+		return out
+	}
+	if typ == IndexUInt64 {
+		copy(out, arrow.Uint64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset():][:n])
+		return out
+	}
+	for i, v := range arrow.Int64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset():][:n] {
+		out[i] = uint64(v) ^ 1<<63
+	}
+	return out
+}
+
+// compactIdentityKey appends a map key for the identity of row: per
+// component a tag byte and the value (strings length-prefixed), so that
+// equal keys are equal identities; a null component has its own tag.
+func compactIdentityKey(b []byte, cols []arrow.Array, types []EntityType, row int) []byte {
+	for k, col := range cols {
+		if col.IsNull(row) {
+			b = append(b, 0xff)
+			continue
+		}
+		b = append(b, byte(k))
+		switch types[k] {
+		case EntityUtf8:
+			s := col.(*array.String).Value(row)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		case EntityInt32:
+			b = binary.LittleEndian.AppendUint64(b, uint64(col.(*array.Int32).Value(row)))
+		case EntityInt64:
+			b = binary.LittleEndian.AppendUint64(b, uint64(col.(*array.Int64).Value(row)))
+		default:
+			b = binary.LittleEndian.AppendUint64(b, col.(*array.Uint64).Value(row))
+		}
+	}
+	return b
+}
+
+// compactIdentity is the identity of row, owning its strings (nulls, which
+// the coverage refuses later, read as zero values).
+func compactIdentity(cols []arrow.Array, types []EntityType, row int) coverage.Identity {
+	id := make(coverage.Identity, len(cols))
+	for k, col := range cols {
+		switch types[k] {
+		case EntityUtf8:
+			id[k] = coverage.Utf8(strings.Clone(col.(*array.String).Value(row)))
+		case EntityInt32:
+			id[k] = coverage.Int32(col.(*array.Int32).Value(row))
+		case EntityInt64:
+			id[k] = coverage.Int64(col.(*array.Int64).Value(row))
+		default:
+			id[k] = coverage.UInt64(col.(*array.Uint64).Value(row))
+		}
+	}
+	return id
+}

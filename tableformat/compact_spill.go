@@ -1,0 +1,155 @@
+package tableformat
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Spilled runs: when a compaction's rows do not fit its memory bound, the
+// rows are sorted a bufferful at a time and each sorted run is written to
+// a temporary Arrow IPC stream file, to be merged later.
+//
+// The files live outside the table (CompactOptions.SpillDir, by default
+// the system's temporary directory) and are unlinked as soon as they are
+// created: the compaction reads them through the open descriptor, and the
+// kernel frees them when it is closed — at the end of the group, on any
+// failure, and when the process dies, SIGKILL included. No crash leaves a
+// spill file behind, and no table file or commit ever names one. (On
+// Windows, where an open file cannot be removed, they are removed when
+// closed; a crash there leaves tsflight-compact-*.arrows files in the
+// directory.)
+
+// compactSpillPattern names spill files (os.CreateTemp pattern).
+const compactSpillPattern = "tsflight-compact-*.arrows"
+
+// compactSpillBuffer is the buffer of a spill file's writer, and
+// compactSpillReadBuffer that of each of the (up to compactFanIn) readers
+// of a merge.
+const (
+	compactSpillBuffer     = 256 << 10
+	compactSpillReadBuffer = 64 << 10
+)
+
+// Test hooks: called on every write and read of a spill file; an error
+// they return is the write's or read's.
+var (
+	testHookSpillWrite func() error
+	testHookSpillRead  func() error
+)
+
+// spillRun is one sorted run in a temporary file.
+type spillRun struct {
+	f     *os.File
+	name  string // removed at close where it could not be unlinked at once
+	rows  int64
+	bytes int64
+
+	bw *bufio.Writer
+	w  *ipc.Writer
+}
+
+// newSpillRun creates an unlinked temporary file in dir (os.TempDir() when
+// empty) for a run of batches of schema.
+func newSpillRun(dir string, schema *arrow.Schema, mem memory.Allocator) (*spillRun, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, compactSpillPattern)
+	if err != nil {
+		return nil, storageErr("create a compaction spill file in "+dir+" (CompactOptions.SpillDir)", err)
+	}
+	r := &spillRun{f: f, name: f.Name()}
+	if runtime.GOOS != "windows" {
+		if err := os.Remove(f.Name()); err == nil {
+			r.name = ""
+		}
+	}
+	r.bw = bufio.NewWriterSize(spillWriter{r}, compactSpillBuffer)
+	r.w = ipc.NewWriter(r.bw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	return r, nil
+}
+
+// spillWriter counts what reaches the file.
+type spillWriter struct{ r *spillRun }
+
+func (s spillWriter) Write(p []byte) (int, error) {
+	if h := testHookSpillWrite; h != nil {
+		if err := h(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := s.r.f.Write(p)
+	s.r.bytes += int64(n)
+	return n, err
+}
+
+// put appends a batch to the run (compactSink).
+func (r *spillRun) put(rec arrow.RecordBatch) error {
+	if err := r.w.Write(rec); err != nil {
+		return storageErr("write a compaction spill file", err)
+	}
+	r.rows += rec.NumRows()
+	return nil
+}
+
+// finish ends the stream and flushes it to the file.
+func (r *spillRun) finish() error {
+	err := r.w.Close()
+	r.w = nil
+	if err == nil {
+		err = r.bw.Flush()
+	}
+	r.bw = nil // the run is only read from now on
+	if err != nil {
+		return storageErr("write a compaction spill file", err)
+	}
+	return nil
+}
+
+// open returns a reader of the run's batches from the start.
+func (r *spillRun) open(mem memory.Allocator) (*ipc.Reader, error) {
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		return nil, storageErr("read a compaction spill file", err)
+	}
+	rd, err := ipc.NewReader(bufio.NewReaderSize(spillReader{r.f}, compactSpillReadBuffer), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, storageErr("read a compaction spill file", err)
+	}
+	return rd, nil
+}
+
+type spillReader struct{ f *os.File }
+
+func (s spillReader) Read(p []byte) (int, error) {
+	if h := testHookSpillRead; h != nil {
+		if err := h(); err != nil {
+			return 0, err
+		}
+	}
+	return s.f.Read(p)
+}
+
+// close closes (and so frees) the file.
+func (r *spillRun) close() {
+	if r.f == nil {
+		return
+	}
+	if r.w != nil {
+		_ = r.w.Close()
+		r.w = nil
+	}
+	_ = r.f.Close()
+	if r.name != "" {
+		_ = os.Remove(r.name)
+	}
+	r.f = nil
+}
+
+func (r *spillRun) String() string { return fmt.Sprintf("run of %d rows (%d bytes)", r.rows, r.bytes) }
