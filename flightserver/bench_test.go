@@ -88,6 +88,11 @@ func benchServe(mode, root string) {
 	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_MEMLIMIT_MIB"), 10, 64); err == nil {
 		debug.SetMemoryLimit(v << 20)
 	}
+	// As tsflight serve does.
+	SetHeapFloor(RecommendedHeapFloor)
+	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_HEAP_FLOOR_MIB"), 10, 64); err == nil {
+		SetHeapFloor(v << 20)
+	}
 	svc, err := New(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
