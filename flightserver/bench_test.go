@@ -59,7 +59,7 @@ import (
 // TestMain lets the benchmarks re-execute this binary as a server.
 func TestMain(m *testing.M) {
 	switch mode := os.Getenv("TSFLIGHT_BENCH_MODE"); mode {
-	case "tsflight", "memory", "memory-zerocopy":
+	case "tsflight", "memory", "memory-zerocopy", "discard":
 		benchServe(mode, os.Getenv("TSFLIGHT_BENCH_ROOT"))
 		return
 	}
@@ -88,6 +88,11 @@ func benchServe(mode, root string) {
 	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_MEMLIMIT_MIB"), 10, 64); err == nil {
 		debug.SetMemoryLimit(v << 20)
 	}
+	// As tsflight serve does.
+	SetHeapFloor(RecommendedHeapFloor)
+	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_HEAP_FLOOR_MIB"), 10, 64); err == nil {
+		SetHeapFloor(v << 20)
+	}
 	svc, err := New(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -98,9 +103,12 @@ func benchServe(mode, root string) {
 		gopts = append(gopts, svc.GRPCOptions()...)
 	}
 	srv := flight.NewServerWithMiddleware(nil, gopts...)
-	if mode == "tsflight" {
+	switch mode {
+	case "tsflight":
 		srv.RegisterFlightService(svc)
-	} else {
+	case "discard":
+		srv.RegisterFlightService(&discardServer{})
+	default:
 		mem, err := loadInMemory(svc, "cpu")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -114,7 +122,7 @@ func benchServe(mode, root string) {
 		os.Exit(1)
 	}
 	fmt.Printf("ADDR %s\n", srv.Addr())
-	if prof := os.Getenv("TSFLIGHT_BENCH_CPUPROF"); prof != "" {
+	if prof := os.Getenv("TSFLIGHT_BENCH_CPUPROF"); prof != "" && mode != "discard" {
 		if f, err := os.Create(prof); err == nil {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
@@ -244,6 +252,7 @@ func (m *memoryServer) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoG
 // benchServer is a running server child process.
 type benchServer struct {
 	cmd    *exec.Cmd
+	addr   string
 	client flight.Client
 }
 
@@ -264,14 +273,24 @@ func startBenchServer(b *testing.B, mode, root string) *benchServer {
 		cmd.Process.Kill()
 		b.Fatalf("server did not start: %q %v", line, err)
 	}
-	client, err := flight.NewClientWithMiddleware(strings.TrimSpace(strings.TrimPrefix(line, "ADDR ")), nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &benchServer{cmd: cmd, client: client}
+	s := &benchServer{cmd: cmd, addr: strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))}
+	s.client = s.dial(b).client
 	b.Cleanup(s.stop)
 	return s
+}
+
+// dial opens another connection to the server (the returned value's client
+// only; it is closed when the benchmark ends).
+func (s *benchServer) dial(b *testing.B) *benchServer {
+	b.Helper()
+	client, err := flight.NewClientWithMiddleware(s.addr, nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		s.cmd.Process.Kill()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	return &benchServer{cmd: s.cmd, addr: s.addr, client: client}
 }
 
 // peakRSS is the child's peak resident set size in MiB (VmHWM).

@@ -45,6 +45,15 @@ type AppendOptions struct {
 	// a few hundred bytes; compaction rewrites small segments with
 	// Compression anyway.
 	GroupCompression compress.Compression
+	// GroupWait bounds how long the leader of a group waits for the
+	// appends it expects before it commits (2 ms by default; 0 never
+	// waits). It expects as many as were in flight when the previous group
+	// committed: that group's appends, whose writers are about to send
+	// their next ones, and those queued behind it. Without the wait,
+	// writers that take turns split into two halves whose groups alternate,
+	// each commit carrying half of them. It waits at most half the previous
+	// commit's duration, and never for a writer that is alone.
+	GroupWait time.Duration
 	// MaxRetries bounds how often a commit that lost a race to another
 	// writer is rebased and retried (64 by default; 0 means never retry).
 	// Retries wait a short random backoff that grows with each loss, so
@@ -78,6 +87,7 @@ func DefaultAppendOptions() *AppendOptions {
 		GroupRows:           1 << 16,
 		GroupBytes:          16 << 20,
 		GroupCompression:    compress.Codecs.Snappy,
+		GroupWait:           2 * time.Millisecond,
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,4 +166,64 @@ func BenchmarkParquetFloorTSBS(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*benchHosts*benchSteps)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkAppendSmall appends 100 TSBS cpu-only rows (one row per host for
+// 100 hosts, the next 10 s step each time) per op to a local table, each
+// commit durable: the append a collector makes every few seconds. Reports
+// the p50 and the last tenth's median over the first tenth's.
+func BenchmarkAppendSmall(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.DefaultAllocator
+	tb, err := Create(ctx, storage.Local(b.TempDir()), CreateOptions{Index: tsbsIndex()}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches := make([][]arrow.RecordBatch, b.N)
+	for i := range b.N {
+		batches[i] = tsbsBatches(mem, 1, 100, i, 1, 100)
+	}
+	took := make([]time.Duration, b.N)
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		rdr, err := array.NewRecordReader(tsbsSchema(), batches[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tb.Append(ctx, rdr, nil); err != nil {
+			b.Fatal(err)
+		}
+		rdr.Release()
+		took[i] = time.Since(start)
+	}
+	b.StopTimer()
+	cpu := processCPU() - cpu0
+	for _, bs := range batches {
+		for _, r := range bs {
+			r.Release()
+		}
+	}
+	b.ReportMetric(durMillis(cpu)/float64(b.N), "cpu-ms/op")
+	tenth := max(1, b.N/10)
+	b.ReportMetric(durMillis(durQuantile(took, 0.5)), "p50-ms")
+	b.ReportMetric(durMillis(durQuantile(took[b.N-tenth:], 0.5))/durMillis(durQuantile(took[:tenth], 0.5)), "last/first")
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func durMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func durQuantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -57,6 +58,83 @@ type appendGroups struct {
 	mu      sync.Mutex
 	queue   []*groupMember
 	leading bool
+
+	// What the previous group saw, for the next leader's wait: the
+	// appends in flight when it committed (its own and those queued
+	// behind it), how long its commit took, and when it ended.
+	inFlight int
+	took     time.Duration
+	ended    time.Time
+	// grew is signalled when the queue reaches want while a leader waits.
+	grew chan struct{}
+	want int
+}
+
+// enqueue queues m and reports whether it leads (no one else does).
+func (g *appendGroups) enqueue(m *groupMember) (lead bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.queue = append(g.queue, m)
+	lead = !g.leading
+	if lead {
+		g.leading = true
+	}
+	if g.want > 0 && len(g.queue) >= g.want {
+		select {
+		case g.grew <- struct{}{}:
+		default:
+		}
+	}
+	return lead
+}
+
+// gather waits, within the limits GroupWait and the previous commit set,
+// until the queue holds as many appends as were in flight when the
+// previous group committed, and returns the queue. The caller leads.
+func (g *appendGroups) gather(limit time.Duration) []*groupMember {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want, wait := g.inFlight, min(limit, g.took/2)
+	// A queue that went quiet for longer than a commit has no writers
+	// about to come back: the estimate is stale.
+	if time.Since(g.ended) > 2*g.took+wait {
+		want = 0
+	}
+	if wait > 0 && len(g.queue) < want {
+		if h := testHookGroupWait; h != nil {
+			h(want, len(g.queue), wait)
+		}
+		if g.grew == nil {
+			g.grew = make(chan struct{}, 1)
+		}
+		g.want = want
+		g.mu.Unlock()
+		timer := time.NewTimer(wait)
+		select {
+		case <-g.grew:
+		case <-timer.C:
+		}
+		timer.Stop()
+		g.mu.Lock()
+		g.want = 0
+		select { // a signal sent as the timer fired
+		case <-g.grew:
+		default:
+		}
+	}
+	batch := g.queue
+	g.queue = nil
+	return batch
+}
+
+// testHookGroupWait, when set, is told each time a leader waits: for how
+// many appends, how many are queued, and for how long at most.
+var testHookGroupWait func(want, queued int, wait time.Duration)
+
+// committed records what the group of n appends that took d saw; the
+// caller holds g.mu, and the queue holds the appends that came meanwhile.
+func (g *appendGroups) committed(n int, d time.Duration) {
+	g.inFlight, g.took, g.ended = n+len(g.queue), d, time.Now()
 }
 
 // groupable reports whether an append of rows rows and bytes bytes of
@@ -175,13 +253,7 @@ func (m *groupMember) release() {
 // its own.
 func (t *Table) appendGrouped(m *groupMember) (*AppendResult, error) {
 	g := &t.groups
-	g.mu.Lock()
-	g.queue = append(g.queue, m)
-	lead := !g.leading
-	if lead {
-		g.leading = true
-	}
-	g.mu.Unlock()
+	lead := g.enqueue(m)
 	for !lead {
 		select {
 		case <-m.wake:
@@ -200,12 +272,11 @@ func (t *Table) appendGrouped(m *groupMember) (*AppendResult, error) {
 		}
 		lead = true // the previous leader handed over
 	}
-	g.mu.Lock()
-	batch := g.queue
-	g.queue = nil
-	g.mu.Unlock()
+	batch := g.gather(m.opts.GroupWait)
+	start := time.Now()
 	t.commitGroup(batch)
 	g.mu.Lock()
+	g.committed(len(batch), time.Since(start))
 	g.handOver()
 	g.mu.Unlock()
 	return m.res, m.err
@@ -262,11 +333,26 @@ type groupSegment struct {
 	files   []string
 
 	// Between encodeGroupSegment and syncGroupSegments: the flushed
-	// segment's writer and the sidecar to write.
+	// segment's writer, the sidecar (written by side, which sets
+	// covDone) and the early fsync of the segment's directory entry.
 	w       *segmentWriter
 	covPath string
 	covData []byte
 	covDone bool
+	side    *job
+	dirSync *job
+}
+
+// settle waits for the part's early jobs and takes the sidecar among its
+// files if side wrote it; it returns the first error of the jobs.
+func (p *groupSegment) settle() error {
+	serr, derr := p.side.wait(), p.dirSync.wait()
+	p.side, p.dirSync = nil, nil
+	if p.covDone {
+		p.files = append(p.files, p.covPath)
+		p.covDone = false
+	}
+	return cmp.Or(serr, derr)
 }
 
 // commitGroup commits the members of one group (the caller's among them)
@@ -278,8 +364,10 @@ func (t *Table) commitGroup(members []*groupMember) {
 	opts := members[0].opts
 	attempt := uuid.New()
 	var parts []*groupSegment
+	var early *earlyCommit // the commit's files, started before the segments are encoded
 	removeFiles := func() {
 		for _, p := range parts {
+			_ = p.settle()
 			if p.w != nil {
 				_ = p.w.file.Close()
 				p.w = nil
@@ -288,6 +376,10 @@ func (t *Table) commitGroup(members []*groupMember) {
 				t.log.removeQuietly(f)
 			}
 			p.files = nil
+		}
+		if early != nil {
+			early.abandon(&t.log)
+			early = nil
 		}
 	}
 	failAll := func(err error) {
@@ -329,6 +421,7 @@ func (t *Table) commitGroup(members []*groupMember) {
 		if rewrite {
 			removeFiles()
 			parts = partition(live)
+			early = t.log.startCommit(st.versionOrZero() + 1)
 			if err := t.encodeGroupSegments(ctx, st, parts, attempt); err != nil {
 				failAll(err)
 				return
@@ -368,7 +461,15 @@ func (t *Table) commitGroup(members []*groupMember) {
 		}
 		// The commit's own files are written while the segments and
 		// sidecars it names become durable; it is linked only after.
-		stage := func() error { return t.stage(prep) }
+		stage := func() error {
+			if early == nil || early.v != prep.next.Version {
+				return t.stage(prep)
+			}
+			s, err := early.stage(&t.log, prep.data)
+			early = nil
+			prep.staged = s
+			return err
+		}
 		if parts[0].w != nil {
 			err = t.syncGroupSegments(st, parts, stage)
 		} else {
@@ -513,26 +614,13 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 	if mem == nil {
 		mem = scanPool
 	}
-	segPath := path.Join(appendDir, uuid.NewString()+".parquet")
-	wopts := *first.opts
-	wopts.Compression = first.opts.GroupCompression
-	w, err := newSegmentWriter(t.fs, segPath, first.arrow, &wopts, mem)
-	if err != nil {
-		return err
-	}
-	p.files = append(p.files, segPath)
+	// The coverage, bounds and sidecar come from the members' statistics:
+	// the sidecar is written while the segment is encoded.
 	p.cov = newSegmentCoverage(st.Index(), first.stats.cov.set.IsEntity())
 	var rows uint64
 	lo, hi := first.stats.bounds(first.ir)
 	for _, m := range p.members {
-		for _, rec := range m.recs {
-			if err := w.write(rec); err != nil {
-				w.abort()
-				return err
-			}
-		}
 		if err := p.cov.set.Union(m.stats.cov.set); err != nil {
-			w.abort()
 			return corruptf("", st.Version, err, "append coverage does not match the table's entity columns")
 		}
 		rows += m.stats.rows
@@ -542,6 +630,53 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 		}
 		if mhi.Compare(hi) > 0 {
 			hi = mhi
+		}
+	}
+	name, data := p.cov.encodeSegment(attempt)
+	p.covPath, p.covData = path.Join(segmentCoverageDir, name+".roar"), data
+	// A new table's directories are made and synced after the files
+	// (syncGroupSegments); an existing table's entries are synced as soon
+	// as the files exist.
+	early := len(st.Segments) > 0
+	p.side = goJob(func() error {
+		if err := t.log.writeDurable(p.covPath, p.covData); err != nil {
+			return err
+		}
+		p.covDone = true
+		if early {
+			if err := t.fs.SyncDir(segmentCoverageDir); err != nil {
+				return storageErr("sync "+segmentCoverageDir, err)
+			}
+		}
+		return nil
+	})
+
+	segPath := path.Join(appendDir, uuid.NewString()+".parquet")
+	p.files = append(p.files, segPath)
+	file := createAsync(t.fs, segPath)
+	if early {
+		p.dirSync = goJob(func() error {
+			if file.wait() != nil {
+				return nil // the writer reports it
+			}
+			if err := t.fs.SyncDir(appendDir); err != nil {
+				return storageErr("sync "+appendDir, err)
+			}
+			return nil
+		})
+	}
+	wopts := *first.opts
+	wopts.Compression = first.opts.GroupCompression
+	w, err := newSegmentWriterOn(t.fs, segPath, file, first.arrow, &wopts, mem)
+	if err != nil {
+		return err
+	}
+	for _, m := range p.members {
+		for _, rec := range m.recs {
+			if err := w.write(rec); err != nil {
+				w.abort()
+				return err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			w.abort()
@@ -553,8 +688,6 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 		return err
 	}
 	p.w = w
-	name, data := p.cov.encodeSegment(attempt)
-	p.covPath, p.covData = path.Join(segmentCoverageDir, name+".roar"), data
 	p.seg = SegmentMeta{
 		Path:         segPath,
 		Format:       FormatParquet,
@@ -568,43 +701,35 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 	return nil
 }
 
-// syncGroupSegments makes the encoded segments durable and writes their
-// sidecars, every file's fsync at once (and, in stage, whatever the
-// caller overlaps with them: the staged commit), then the directories'.
-// On this kind of disk several fsyncs at once take about two thirds of the
-// time of the same fsyncs in a row.
+// syncGroupSegments makes the encoded segments durable, every segment's
+// fsync at once and with stage (the staged commit), and waits for the
+// sidecars and directory syncs encodeGroupSegment started; a new table's
+// directories are made durable last. On this kind of disk several fsyncs
+// at once take about two thirds of the time of the same fsyncs in a row.
 func (t *Table) syncGroupSegments(st *State, parts []*groupSegment, stage func() error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, 2*len(parts)+1)
 	for i, p := range parts {
-		wg.Add(2)
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[2*i] = p.w.syncClose()
 			p.w = nil
 		}()
-		go func() {
-			defer wg.Done()
-			if errs[2*i+1] = t.log.writeDurable(p.covPath, p.covData); errs[2*i+1] == nil {
-				p.covDone = true
-			}
-		}()
 	}
 	errs[len(errs)-1] = stage()
 	wg.Wait()
-	for _, p := range parts {
-		if p.covDone {
-			p.files = append(p.files, p.covPath)
-			p.covDone = false
-		}
+	for i, p := range parts {
+		errs[2*i+1] = p.settle()
 	}
 	if err := cmp.Or(errs...); err != nil {
 		return err
 	}
-	if len(st.Segments) == 0 {
-		if err := makeTableDirs(t.fs); err != nil {
-			return err
-		}
+	if len(st.Segments) > 0 {
+		return nil // the directories were synced after the files were made
+	}
+	if err := makeTableDirs(t.fs); err != nil {
+		return err
 	}
 	var appErr, covErr error
 	both(func() { appErr = t.fs.SyncDir(appendDir) }, func() { covErr = t.fs.SyncDir(segmentCoverageDir) })

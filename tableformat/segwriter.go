@@ -82,6 +82,13 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 	if err != nil {
 		return nil, storageErr("create segment "+path, err)
 	}
+	return newSegmentWriterOn(fsys, path, f, schema, opts, mem)
+}
+
+// newSegmentWriterOn is newSegmentWriter on f, a file created at path
+// (an openingFile while it is being created).
+func newSegmentWriterOn(fsys storage.FS, path string, f storage.File, schema *arrow.Schema, opts *AppendOptions, mem memory.Allocator) (*segmentWriter, error) {
+	var err error
 	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema,
 		compressed: opts.Compression != compress.Codecs.Uncompressed}
 	w.buf = segmentBuffers.Get().(*bufio.Writer)

@@ -41,7 +41,7 @@ func TestServeFlagPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.root != "/env/root" || cfg.listen != defaultListen || cfg.logLevel.value != "info" || cfg.logFormat.value != "text" ||
-		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second || cfg.gcPercent != 50 ||
+		cfg.maxRecv != 64<<20 || cfg.maxSend != 64<<20 || cfg.shutdownTimeout != 30*time.Second || cfg.gcPercent != 50 || cfg.heapFloor != 64<<20 ||
 		cfg.maxCalls != 1000 || cfg.streamsPerConn != 100 || cfg.requestTimeout != time.Hour || cfg.maxResultRows != 0 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -55,6 +55,10 @@ func TestServeFlagPrecedence(t *testing.T) {
 	}
 	if l := cfg.limits(); l.MaxCalls != -1 || l.MaxStreamsPerConn != 8 || l.RequestTimeout != -time.Second || cfg.maxResultRows != 5000 {
 		t.Fatalf("limit flags: %+v, max result rows %d", l, cfg.maxResultRows)
+	}
+	cfg, err = parseServeFlags(testEnv(map[string]string{"TSFLIGHT_ROOT": "/r"}), []string{"--heap-floor", "0", "--memory-limit", "1GiB"})
+	if err != nil || cfg.heapFloor != 0 || cfg.memoryLimit != 1<<30 {
+		t.Fatalf("--heap-floor 0: %d, %v", cfg.heapFloor, err)
 	}
 	// GOGC in the environment wins over the default GC percent, and
 	// --gc-percent over GOGC.

@@ -133,6 +133,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	memoryLimit     byteSize
 	gcPercent       int // -1: leave the runtime's (GOGC) setting
+	heapFloor       byteSize
 	streamsPerConn  int
 	maxCalls        int
 	requestTimeout  time.Duration
@@ -159,6 +160,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		maxRecv:     defaultMsgSize,
 		maxSend:     defaultMsgSize,
 		gcPercent:   flightserver.RecommendedGCPercent,
+		heapFloor:   flightserver.RecommendedHeapFloor,
 		maintMemory: flightserver.DefaultMaintenanceMemoryBytes,
 	}
 	lim := flightserver.DefaultLimits()
@@ -184,6 +186,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.maintQuiet, "maintenance-quiet-after", 30*time.Second, "how long after its last append a table counts as quiet, when maintenance merges all its small segments instead of only those of one size tier (`duration`, -1s = never)")
 	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
+	fs.Var(&cfg.heapFloor, "heap-floor", "heap the garbage collector counts as live before it applies --gc-percent (`size`, 0 = none): with a small live heap, small appends otherwise start a collection every put or two; the floor is address space, not memory, but counts against --memory-limit")
 	fs.IntVar(&cfg.gcPercent, "gc-percent", flightserver.RecommendedGCPercent, "heap growth, in `percent` of the live heap, that starts a garbage collection (Go's GOGC; -1 = keep GOGC from the environment, whose setting also wins over this default)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.BoolVar(&cfg.demo, "demo", false, "when the root holds no tables, create the demo table cpu (200 hosts, one day at 10 s, with gaps) before serving")
@@ -232,6 +235,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--gc-percent must be -1 or more, got %d", cfg.gcPercent)
 	case cfg.memoryLimit < 0:
 		return nil, usagef("--memory-limit must not be negative")
+	case cfg.memoryLimit > 0 && cfg.heapFloor >= cfg.memoryLimit:
+		return nil, usagef("--heap-floor (%s) must be below --memory-limit (%s): the floor counts against the limit", cfg.heapFloor.String(), cfg.memoryLimit.String())
 	case cfg.sqlMemoryLimit != 0 && cfg.sqlMemoryLimit < 16<<20:
 		return nil, usagef("--sql-memory-limit must be at least 16MiB (or 0 for the default), got %s", cfg.sqlMemoryLimit.String())
 	case cfg.streamBudget < 0:
@@ -334,6 +339,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cfg.memoryLimit > 0 {
 		debug.SetMemoryLimit(int64(cfg.memoryLimit))
 	}
+	flightserver.SetHeapFloor(int64(cfg.heapFloor))
 	if cfg.gcPercent >= 0 {
 		debug.SetGCPercent(cfg.gcPercent)
 	}
