@@ -490,6 +490,10 @@ func (t *Table) commitGroup(members []*groupMember) {
 		prep.discard(t)
 		if err == nil {
 			t.covCache.put(next, union)
+			if early != nil { // staged without it (a version it was not made for)
+				early.abandon(&t.log)
+				early = nil
+			}
 			for _, p := range parts {
 				for _, m := range p.members {
 					t.finishMember(m, &AppendResult{Version: next.Version, Segment: p.seg, Rows: m.stats.rows, Retries: retry, Grouped: len(live)}, nil)

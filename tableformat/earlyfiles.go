@@ -119,16 +119,7 @@ func (e *earlyCommit) stage(l *logStore, data []byte) (*stagedCommit, error) {
 	s := &stagedCommit{v: e.v, data: data, tmp: e.tmp, curTmp: e.curTmp}
 	werr := e.file.wait()
 	if werr == nil {
-		_, werr = e.file.f.Write(data)
-		if werr == nil {
-			werr = e.file.f.Sync()
-		}
-		if cerr := e.file.f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			werr = storageErr("write "+e.tmp, werr)
-		}
+		werr = l.fillDurable(e.file.f, e.tmp, data)
 	}
 	cerr := e.cur.wait()
 	if werr != nil || cerr != nil {

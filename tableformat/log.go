@@ -280,6 +280,12 @@ func (l *logStore) writeDurable(name string, data []byte) error {
 		}
 		return storageErr("create "+name, err)
 	}
+	return l.fillDurable(f, name, data)
+}
+
+// fillDurable writes data to f, created as name, fsyncs and closes it; on
+// failure it removes name.
+func (l *logStore) fillDurable(f storage.File, name string, data []byte) error {
 	_, werr := f.Write(data)
 	if werr == nil {
 		werr = f.Sync()
