@@ -1,7 +1,9 @@
 package coverage
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -277,5 +279,105 @@ func TestExtendedLeavesBothInputs(t *testing.T) {
 	}
 	if _, err := g1.Extended(left); !errors.Is(err, ErrSetKind) {
 		t.Errorf("mixed Extended: %v", err)
+	}
+}
+
+func TestAbsorbSharesAndLeavesInputs(t *testing.T) {
+	a, b, c := ident("A"), ident("B"), ident("C")
+	first := NewEntity()
+	mustAdd(t, first, a, 1, 2)
+	mustAdd(t, first, b, 1)
+	second := NewEntity()
+	mustAdd(t, second, a, 2, 3)
+	mustAdd(t, second, c, 4)
+	firstBefore, secondBefore := first.Clone(), second.Clone()
+	group := NewEntity()
+	for _, s := range []*Set{first, second} {
+		if err := group.Absorb(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := Union(firstBefore, secondBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !group.Equal(want) {
+		t.Errorf("Absorb holds %d identities / %d pairs, the union %d / %d", group.Len(), group.Cardinality(), want.Len(), want.Cardinality())
+	}
+	if !first.Equal(firstBefore) || !second.Equal(secondBefore) {
+		t.Error("Absorb modified a set it absorbed")
+	}
+	// Identities one input alone holds share its bitmap; A, in both, has
+	// a new one.
+	if group.Bitmap(b) != first.Bitmap(b) || group.Bitmap(c) != second.Bitmap(c) {
+		t.Error("an identity only one input holds was copied")
+	}
+	if group.Bitmap(a) == first.Bitmap(a) || group.Bitmap(a) == second.Bitmap(a) {
+		t.Error("an identity in both inputs shares a bitmap with one of them")
+	}
+	g := NewGlobal()
+	g1, g2 := NewGlobal(), NewGlobal()
+	mustAdd(t, g1, nil, 1)
+	mustAdd(t, g2, nil, 1, 7)
+	if err := g.Absorb(g1); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Absorb(g2); err != nil || g.Cardinality() != 2 || g1.Cardinality() != 1 || g2.Cardinality() != 2 {
+		t.Errorf("global Absorb: %v, %d pairs (inputs %d, %d)", err, g.Cardinality(), g1.Cardinality(), g2.Cardinality())
+	}
+	if err := g.Absorb(first); !errors.Is(err, ErrSetKind) {
+		t.Errorf("mixed Absorb: %v", err)
+	}
+}
+
+// RunOptimize changes how bitmaps are held, never what they hold or the
+// bytes Encode writes, and keeps extensions of gap-free coverage small.
+func TestRunOptimizeKeepsPairsAndBytes(t *testing.T) {
+	s := NewEntity()
+	for h := range 50 {
+		id := ident(fmt.Sprintf("host_%d", h))
+		if err := s.AddRange(id, Range{First: 1000, Last: 5999}); err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, s, id, 9000+uint64(h), 70000) // a gap and a second container
+	}
+	g := NewGlobal()
+	if err := g.AddRange(nil, Range{First: 5, Last: 70004}); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []*Set{s, g} {
+		before := set.Clone()
+		enc, err := set.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.RunOptimize()
+		if !set.Equal(before) {
+			t.Fatal("RunOptimize changed the pairs")
+		}
+		got, err := set.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, enc) {
+			t.Fatalf("RunOptimize changed the encoding (%d bytes, was %d)", len(got), len(enc))
+		}
+	}
+	// A bitmap extended interval after interval stays as runs.
+	one := ident("host_0")
+	cur := s
+	for i := range uint64(3000) {
+		next := NewEntity()
+		mustAdd(t, next, one, 6000+i)
+		var err error
+		if cur, err = cur.Extended(next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size := cur.Bitmap(one).GetSizeInBytes(); size > 200 {
+		t.Errorf("after 3,000 extensions the bitmap of a gap-free identity takes %d bytes", size)
+	}
+	if n := cur.Bitmap(one).GetCardinality(); n != 5000+3000+2 {
+		t.Errorf("extended bitmap holds %d ids, want %d", n, 5000+3000+2)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 )
 
@@ -329,6 +330,8 @@ func (t *Table) finishMember(m *groupMember, res *AppendResult, err error) {
 type groupSegment struct {
 	members []*groupMember
 	cov     *segmentCoverage // union of the members' coverage
+	lo, hi  IndexValue       // the members' index bounds
+	rows    uint64
 	seg     SegmentMeta
 	files   []string
 
@@ -418,23 +421,36 @@ func (t *Table) commitGroup(members []*groupMember) {
 			removeFiles()
 			return
 		}
+		var union *segmentCoverage
 		if rewrite {
 			removeFiles()
 			parts = partition(live)
 			early = t.log.startCommit(st.versionOrZero() + 1)
-			if err := t.encodeGroupSegments(ctx, st, parts, attempt); err != nil {
+			if err := coverGroupSegments(st, parts); err != nil {
 				failAll(err)
 				return
 			}
-		}
-		actions := make([]Action, 0, len(parts)+1)
-		union := table
-		for _, p := range parts {
-			actions = append(actions, AddSegment{Segment: p.seg})
-			if union, err = union.extended(p.cov); err != nil {
-				failAll(corruptf("", st.Version, err, "segment coverage does not match the table's entity columns"))
+			// The table's coverage with the group's is computed on the
+			// other core while the segments are encoded.
+			extending := goJob(func() (err error) {
+				union, err = extendWithParts(st, table, parts)
+				return err
+			})
+			err := t.encodeGroupSegments(ctx, st, parts, attempt)
+			if uerr := extending.wait(); err == nil {
+				err = uerr
+			}
+			if err != nil {
+				failAll(err)
 				return
 			}
+		} else if union, err = extendWithParts(st, table, parts); err != nil {
+			failAll(err)
+			return
+		}
+		actions := make([]Action, 0, len(parts)+1)
+		for _, p := range parts {
+			actions = append(actions, AddSegment{Segment: p.seg})
 		}
 		if opts.TableSnapshot {
 			name, data := union.encodeTable(attempt)
@@ -559,7 +575,7 @@ func (t *Table) judgeMembers(st *State, table *segmentCoverage, members []*group
 		if group == nil {
 			group = newSegmentCoverage(st.Index(), m.stats.cov.set.IsEntity())
 		}
-		if err := group.set.Union(m.stats.cov.set); err != nil {
+		if err := group.set.Absorb(m.stats.cov.set); err != nil {
 			refused = true
 			t.finishMember(m, nil, corruptf("", st.Version, err, "append coverage does not match the table's entity columns"))
 			continue
@@ -612,37 +628,63 @@ func (t *Table) encodeGroupSegments(ctx context.Context, st *State, parts []*gro
 	return nil
 }
 
+// coverGroupSegments computes each part's coverage, bounds and rows from
+// its members' statistics.
+func coverGroupSegments(st *State, parts []*groupSegment) error {
+	for _, p := range parts {
+		first := p.members[0]
+		p.cov = newSegmentCoverage(st.Index(), first.stats.cov.set.IsEntity())
+		p.rows = 0
+		p.lo, p.hi = first.stats.bounds(first.ir)
+		for _, m := range p.members {
+			if err := p.cov.set.Absorb(m.stats.cov.set); err != nil {
+				return corruptf("", st.Version, err, "append coverage does not match the table's entity columns")
+			}
+			p.rows += m.stats.rows
+			mlo, mhi := m.stats.bounds(m.ir)
+			if mlo.Compare(p.lo) < 0 {
+				p.lo = mlo
+			}
+			if mhi.Compare(p.hi) > 0 {
+				p.hi = mhi
+			}
+		}
+	}
+	return nil
+}
+
+// extendWithParts returns table's coverage extended by every part's.
+func extendWithParts(st *State, table *segmentCoverage, parts []*groupSegment) (*segmentCoverage, error) {
+	union := table
+	for _, p := range parts {
+		var err error
+		if union, err = union.extended(p.cov); err != nil {
+			return nil, corruptf("", st.Version, err, "segment coverage does not match the table's entity columns")
+		}
+	}
+	return union, nil
+}
+
+// encodeGroupSegment writes part p's segment (its coverage computed by
+// coverGroupSegments) and starts its sidecar.
 func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegment, attempt uuid.UUID) error {
 	first := p.members[0]
 	mem := first.opts.Alloc
 	if mem == nil {
 		mem = scanPool
 	}
-	// The coverage, bounds and sidecar come from the members' statistics:
-	// the sidecar is written while the segment is encoded.
-	p.cov = newSegmentCoverage(st.Index(), first.stats.cov.set.IsEntity())
-	var rows uint64
-	lo, hi := first.stats.bounds(first.ir)
-	for _, m := range p.members {
-		if err := p.cov.set.Union(m.stats.cov.set); err != nil {
-			return corruptf("", st.Version, err, "append coverage does not match the table's entity columns")
-		}
-		rows += m.stats.rows
-		mlo, mhi := m.stats.bounds(m.ir)
-		if mlo.Compare(lo) < 0 {
-			lo = mlo
-		}
-		if mhi.Compare(hi) > 0 {
-			hi = mhi
-		}
-	}
-	name, data := p.cov.encodeSegment(attempt)
-	p.covPath, p.covData = path.Join(segmentCoverageDir, name+".roar"), data
+	// The sidecar is encoded and written on its own goroutine while the
+	// segment is encoded here; its name (from its content) is needed only
+	// for the segment's entry in the log.
 	// A new table's directories are made and synced after the files
 	// (syncGroupSegments); an existing table's entries are synced as soon
 	// as the files exist.
 	early := len(st.Segments) > 0
+	named := make(chan struct{})
 	p.side = goJob(func() error {
+		name, data := p.cov.encodeSegment(attempt)
+		p.covPath, p.covData = path.Join(segmentCoverageDir, name+".roar"), data
+		close(named)
 		if err := t.log.writeDurable(p.covPath, p.covData); err != nil {
 			return err
 		}
@@ -671,34 +713,50 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 	}
 	wopts := *first.opts
 	wopts.Compression = first.opts.GroupCompression
+	wopts.noDictionary = first.opts.GroupPlainRows > 0 && p.rows <= uint64(first.opts.GroupPlainRows)
 	w, err := newSegmentWriterOn(t.fs, segPath, file, first.arrow, &wopts, mem)
 	if err != nil {
 		return err
 	}
+	// The members' batches are written as one: the column writers pay
+	// their setup per batch (a 100-row batch costs nearly what an 800-row
+	// one does), so eight members' batches cost almost eight times one.
+	var recs []arrow.RecordBatch
 	for _, m := range p.members {
-		for _, rec := range m.recs {
-			if err := w.write(rec); err != nil {
-				w.abort()
-				return err
-			}
+		recs = append(recs, m.recs...)
+	}
+	if len(recs) > 1 && p.rows <= uint64(max(wopts.MaxRowsPerRowGroup, 0)) {
+		one, err := concatBatches(first.arrow, recs, mem)
+		if err != nil {
+			w.abort()
+			return fmt.Errorf("%w: gather the group's batches: %w", ErrStorage, err)
 		}
-		if err := ctx.Err(); err != nil {
+		defer one.Release()
+		recs = []arrow.RecordBatch{one}
+	}
+	for _, rec := range recs {
+		if err := w.write(rec); err != nil {
 			w.abort()
 			return err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		w.abort()
+		return err
 	}
 	size, err := w.flush()
 	if err != nil {
 		return err
 	}
 	p.w = w
+	<-named
 	p.seg = SegmentMeta{
 		Path:         segPath,
 		Format:       FormatParquet,
 		Layout:       p.cov.layout(),
-		IndexMin:     lo,
-		IndexMax:     hi,
-		RowCount:     rows,
+		IndexMin:     p.lo,
+		IndexMax:     p.hi,
+		RowCount:     p.rows,
 		FileSize:     &size,
 		CoveragePath: p.covPath,
 	}
@@ -778,4 +836,35 @@ func (t *Table) checkGroupFiles(parts []*groupSegment) error {
 		}
 	}
 	return nil
+}
+
+// concatBatches returns recs, of schema schema, as one batch.
+func concatBatches(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	release := func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}
+	parts := make([]arrow.Array, len(recs))
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	for i := range cols {
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		cols[i] = c
+	}
+	one := array.NewRecordBatch(schema, cols, rows)
+	release()
+	return one, nil
 }

@@ -160,11 +160,10 @@ func (c *segmentCoverage) layout() EntityLayout {
 	if !c.set.IsEntity() {
 		return EntityLayout{Kind: LayoutNotApplicable}
 	}
-	ids := c.set.Identities()
-	if len(ids) == 1 {
-		return EntityLayout{Kind: LayoutSingle, Identity: identityFromCoverage(ids[0])}
+	if c.set.Len() != 1 {
+		return EntityLayout{Kind: LayoutMixed} // without sorting the identities
 	}
-	return EntityLayout{Kind: LayoutMixed}
+	return EntityLayout{Kind: LayoutSingle, Identity: identityFromCoverage(c.set.Identities()[0])}
 }
 
 func identityFromCoverage(id coverage.Identity) Identity {
@@ -374,6 +373,7 @@ func (t *Table) loadCoverage(ctx context.Context, st *State) (*segmentCoverage, 
 			return nil, corruptf(seg.CoveragePath, st.Version, err, "segment coverage does not match the table's entity columns")
 		}
 	}
+	added.set.RunOptimize() // ours alone until it is cached
 	out := added
 	if haveBase {
 		var err error

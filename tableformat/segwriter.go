@@ -49,6 +49,7 @@ type segmentWriter struct {
 	// group (nil for columns written the dense way).
 	fronts     []dictFrontEnd
 	compressed bool
+	plain      bool // no dictionaries (AppendOptions.noDictionary)
 
 	// nested path
 	fw *pqarrow.FileWriter
@@ -90,7 +91,7 @@ func newSegmentWriter(fsys storage.FS, path string, schema *arrow.Schema, opts *
 func newSegmentWriterOn(fsys storage.FS, path string, f storage.File, schema *arrow.Schema, opts *AppendOptions, mem memory.Allocator) (*segmentWriter, error) {
 	var err error
 	w := &segmentWriter{fs: fsys, path: path, file: f, maxRows: opts.MaxRowsPerRowGroup, maxBytes: opts.MaxBytesPerRowGroup, schema: schema,
-		compressed: opts.Compression != compress.Codecs.Uncompressed}
+		compressed: opts.Compression != compress.Codecs.Uncompressed, plain: opts.noDictionary}
 	w.buf = segmentBuffers.Get().(*bufio.Writer)
 	w.buf.Reset(f)
 	w.count = &countingWriter{w: w.buf}
@@ -98,7 +99,7 @@ func newSegmentWriterOn(fsys storage.FS, path string, f storage.File, schema *ar
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(opts.Compression),
 		parquet.WithMaxRowGroupLength(opts.MaxRowsPerRowGroup),
-		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryDefault(!opts.noDictionary),
 		parquet.WithStats(true),
 		// Offset and column indexes let scans seek inside a row group.
 		parquet.WithPageIndexEnabled(true),
@@ -161,7 +162,7 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 			w.rgw, w.rgRows = rgw, 0
 			w.fronts = w.fronts[:0]
 			for _, f := range w.schema.Fields() {
-				w.fronts = append(w.fronts, newDictFrontEnd(f.Type, w.compressed))
+				w.fronts = append(w.fronts, newDictFrontEnd(f.Type, w.compressed && !w.plain))
 			}
 		}
 		n := min(rec.NumRows()-off, w.maxRows-w.rgRows)

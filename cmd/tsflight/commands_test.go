@@ -44,6 +44,11 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"serve", "--root", root, "--maintenance-memory", "0"}, nil, "--maintenance-memory must be at least 1MiB, got 0"},
 		{[]string{"serve", "--root", root, "--maintenance-memory", "lots"}, nil, `"lots" is not a size`},
 		{[]string{"serve", "--root", root, "--maintenance-memory", "-64MiB"}, nil, "--maintenance-memory"},
+		{[]string{"serve", "--root", root, "--maintenance-busy-share", "0"}, nil, "--maintenance-busy-share must be above 0 and at most 1, got 0"},
+		{[]string{"serve", "--root", root, "--maintenance-busy-share", "1.5"}, nil, "--maintenance-busy-share must be above 0 and at most 1, got 1.5"},
+		{[]string{"serve", "--root", root, "--maintenance-busy-share", "-0.1"}, nil, "--maintenance-busy-share must be above 0 and at most 1, got -0.1"},
+		{[]string{"serve", "--root", root, "--maintenance-busy-share", "NaN"}, nil, "--maintenance-busy-share must be above 0 and at most 1, got NaN"},
+		{[]string{"serve", "--root", root, "--maintenance-busy-share", "lots"}, nil, "--maintenance-busy-share"},
 		{[]string{"serve", "--root", root, "--stream-stall-timeout", "soon"}, nil, "--stream-stall-timeout"},
 		{[]string{"serve", "--root", root, "--sql-memory-limit", "1MiB"}, nil, "--sql-memory-limit must be at least 16MiB (or 0 for the default), got 1MiB"},
 		{[]string{"serve", "--root", root, "--sql-prepared-bytes", "-1"}, nil, "--sql-prepared-bytes"},
@@ -72,7 +77,7 @@ func TestHelp(t *testing.T) {
 		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s",
 			"--max-calls N", "default 1000", "--max-streams-per-conn N", "default 100", "--request-timeout DURATION", "default 1h0m0s", "--max-result-rows N",
 			"--stream-budget SIZE", "--stream-stall-timeout DURATION", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE",
-			"--maintenance-memory SIZE", "and merged (default 64MiB)"} {
+			"--maintenance-memory SIZE", "and merged (default 64MiB)", "--maintenance-busy-share FRACTION", "(default 0.1)"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
 			}

@@ -87,7 +87,9 @@ Maintenance (docs/design.md): every --maintenance-interval (default 10s;
 0 = off) and whenever an append leaves a table with
 --maintenance-min-segments small segments of one size tier (default 8),
 the server merges them into a larger sorted one, one group at a time,
-reading at most --maintenance-rate bytes per second (default 32MiB) and
+reading at most --maintenance-rate bytes per second (default 32MiB),
+while the table takes appends compacting at most
+--maintenance-busy-share of the time (default 0.1), and
 holding at most --maintenance-memory of rows (default 64MiB; more are
 sorted in parts spilled to temporary files in $TMPDIR and merged); once a
 table had no append for --maintenance-quiet-after (default 30s), all its
@@ -148,6 +150,7 @@ type serveConfig struct {
 	maintMemory     byteSize
 	maintPaused     bool
 	maintQuiet      time.Duration
+	maintBusyShare  float64
 	demo            bool
 	sec             securityFlags
 	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
@@ -184,6 +187,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(&cfg.maintRate, "maintenance-rate", "bytes of segments per second maintenance may read and rewrite (`size`, 0 = 32MiB), so that compaction leaves the cores to queries and appends")
 	fs.Var(&cfg.maintMemory, "maintenance-memory", "memory the rows of one background compaction may hold (`size`, at least 1MiB): what does not fit is sorted in parts written to temporary files in $TMPDIR, unlinked at once, and merged")
 	fs.DurationVar(&cfg.maintQuiet, "maintenance-quiet-after", 30*time.Second, "how long after its last append a table counts as quiet, when maintenance merges all its small segments instead of only those of one size tier (`duration`, -1s = never)")
+	fs.Float64Var(&cfg.maintBusyShare, "maintenance-busy-share", flightserver.DefaultBusyShare, "while a table took an append in the last second, the share of the time maintenance may spend compacting it (`fraction`, above 0 and at most 1; 1 = no bound), so that appends keep the cores; a table with 16 times --maintenance-min-segments small segments is merged without it")
 	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go heap (`size`, 0 = none): the garbage collector works harder near it, to keep the process under a memory budget")
 	fs.Var(&cfg.heapFloor, "heap-floor", "heap the garbage collector counts as live before it applies --gc-percent (`size`, 0 = none): with a small live heap, small appends otherwise start a collection every put or two; the floor is address space, not memory, but counts against --memory-limit")
@@ -225,6 +229,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--maintenance-min-segments must be at least 2, got %d", cfg.maintMinSegs)
 	case cfg.maintQuiet == 0:
 		return nil, usagef("--maintenance-quiet-after must be positive, or negative for never, got 0")
+	case !(cfg.maintBusyShare > 0 && cfg.maintBusyShare <= 1):
+		return nil, usagef("--maintenance-busy-share must be above 0 and at most 1, got %v", cfg.maintBusyShare)
 	case cfg.maintRate < 0:
 		return nil, usagef("--maintenance-rate must not be negative, got %s", cfg.maintRate.String())
 	case cfg.maintMemory < tableformat.MinCompactMemoryBytes:
@@ -381,7 +387,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		go func() {
 			defer close(maintDone)
 			_ = svc.RunMaintenance(mctx, &flightserver.MaintenanceOptions{Interval: cfg.maintInterval, MinSmallSegments: cfg.maintMinSegs,
-				BytesPerSecond: int64(cfg.maintRate), QuietAfter: cfg.maintQuiet, Paused: cfg.maintPaused, MemoryBytes: int64(cfg.maintMemory)})
+				BytesPerSecond: int64(cfg.maintRate), QuietAfter: cfg.maintQuiet, BusyShare: cfg.maintBusyShare, Paused: cfg.maintPaused, MemoryBytes: int64(cfg.maintMemory)})
 		}()
 		defer func() { stopMaint(); <-maintDone }() // a compaction cut short commits nothing
 	}
