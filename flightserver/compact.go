@@ -38,6 +38,7 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	opts.DryRun = req.DryRun
 	opts.MaxRetries = s.opts.AppendRetries
 	opts.Alloc = s.scanAlloc() // the recycling pool, or what tests count
+	opts.MemoryBytes = s.opts.CompactMemory
 	rep, err := tb.Compact(ctx, opts)
 	if err != nil {
 		// An unknown outcome comes with a report too; the error (which
@@ -47,7 +48,7 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,
 			"outputs", rep.OutputSegments, "rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter,
-			"retries", rep.Retries, "by", callerName(ctx))
+			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", callerName(ctx))
 	}
 	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
 }

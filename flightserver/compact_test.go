@@ -5,6 +5,7 @@ package flightserver
 
 import (
 	"encoding/json"
+	"github.com/tsflight/tsflight/tableformat"
 	"strings"
 	"testing"
 
@@ -129,4 +130,34 @@ func TestCompactActionRefusals(t *testing.T) {
 			wantCode(t, c.name, err, c.code, c.frags...)
 		})
 	}
+}
+
+// TestCompactActionMemoryBound: the compact action holds at most
+// Options.CompactMemory of rows (tsflight serve's --maintenance-memory):
+// rows beyond it are spilled in sorted runs, and the table reads the same.
+func TestCompactActionMemoryBound(t *testing.T) {
+	if _, err := New(&Options{Root: t.TempDir(), CompactMemory: 512 << 10}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "CompactMemory") {
+		t.Fatalf("New with CompactMemory 512 KiB: %v, want INVALID_ARGUMENT naming CompactMemory", err)
+	}
+	ts := startServer(t, func(o *Options) { o.CompactMemory = tableformat.MinCompactMemoryBytes })
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	var all []row
+	for i := range 10 {
+		rows := genRows(t0.Add(timeOfStep(10*i)), 10, 300) // 3,000 rows an append
+		ts.mustPut(ctx, pathDesc("cpu"), rows, 3000, uint64(i+2))
+		all = append(all, rows...)
+	}
+	res := ts.compactRun(t, map[string]any{"table": "cpu"})
+	if res.NoOp || res.RowsWritten != 30000 || res.SpilledRuns == 0 || res.SpillBytes == 0 {
+		t.Fatalf("compaction at a 1 MiB bound: %+v, want spilled runs", res)
+	}
+	if res.MemoryPeak == 0 || res.MemoryPeak > 2*uint64(tableformat.MinCompactMemoryBytes) {
+		t.Fatalf("compaction at a 1 MiB bound held %d bytes at its peak", res.MemoryPeak)
+	}
+	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "DoGet after the bounded compaction", got.rows, all)
 }

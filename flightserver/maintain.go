@@ -400,43 +400,69 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 		s.log.Info("maintenance: compacted", "table", name, "version", rep.CommittedVersion, "segments", rep.SourceSegments, "into", rep.OutputSegments,
 			"rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter, "memory_peak", rep.MemoryPeak,
 			"spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "took", took.Round(time.Millisecond))
-		if wait := m.pause(tb, rep.BytesBefore, took); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		rate, share := m.pause(tb, rep.BytesBefore, took)
+		if !m.wait(ctx, tb, rate, share) {
+			return
+		}
+	}
+}
+
+// pauseStep is how often a pause for the busy share looks again at
+// whether it still applies.
+const pauseStep = 50 * time.Millisecond
+
+// wait sleeps after a merged group: at least rate, and up to share while
+// the busy share still applies to tb (it is busy and its backlog small),
+// which it checks every pauseStep, so that a backlog that builds up
+// during the pause ends it. It reports false when ctx ended.
+func (m *maintainer) wait(ctx context.Context, tb *tableformat.Table, rate, share time.Duration) bool {
+	start := time.Now()
+	end := start.Add(max(rate, share))
+	for {
+		now := time.Now()
+		if !now.Before(end) || (now.Sub(start) >= rate && (share <= 0 || !m.shareApplies(tb))) {
+			return true
+		}
+		t := time.NewTimer(min(pauseStep, end.Sub(now)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
 		}
 	}
 }
 
 // pause is how long maintenance waits after merging a group of bytes
-// source bytes of tb that took took: the longer of what the byte rate
-// asks (the group's bytes at the rate, less the time it took) and, while
-// tb is busy and its backlog small, what the busy share asks.
-func (m *maintainer) pause(tb *tableformat.Table, bytes uint64, took time.Duration) time.Duration {
-	var wait time.Duration
-	if rate := m.opts.BytesPerSecond; rate > 0 {
-		wait = time.Duration(float64(bytes)/float64(rate)*float64(time.Second)) - took
+// source bytes of tb that took took: what the byte rate asks (the group's
+// bytes at the rate, less the time it took), and what the busy share asks
+// while it applies to tb (0 when it does not); wait sleeps the longer.
+func (m *maintainer) pause(tb *tableformat.Table, bytes uint64, took time.Duration) (rate, share time.Duration) {
+	if r := m.opts.BytesPerSecond; r > 0 {
+		rate = max(time.Duration(float64(bytes)/float64(r)*float64(time.Second))-took, 0)
 	}
-	share := m.opts.BusyShare
-	if share <= 0 || share >= 1 {
-		return wait
+	if s := m.opts.BusyShare; s > 0 && s < 1 && m.shareApplies(tb) {
+		share = time.Duration(float64(took) * (1 - s) / s)
 	}
+	return rate, share
+}
+
+// shareApplies reports whether the busy share bounds the compaction of
+// tb now: tb took an append within BusyWindow and has fewer than
+// BusyBacklog times MinSmallSegments small segments.
+func (m *maintainer) shareApplies(tb *tableformat.Table) bool {
 	m.mu.Lock()
 	last, seen := m.lastAppend[tb]
 	m.mu.Unlock()
 	if !seen || time.Since(last) > BusyWindow {
-		return wait
+		return false
 	}
 	if st := tb.State(); st != nil {
 		if n, _ := m.smallSegments(st); n >= BusyBacklog*m.opts.MinSmallSegments {
-			return wait
+			return false
 		}
 	}
-	return max(wait, time.Duration(float64(took)*(1-share)/share))
+	return true
 }
 
 // maintenanceInfo is the maintenance status of table name at st.

@@ -61,6 +61,13 @@ type Options struct {
 	// AppendRetries bounds how often an append rebases after losing a
 	// commit race (0 = 64).
 	AppendRetries int
+	// CompactMemory bounds the rows one compaction run by the compact
+	// action holds (tableformat.CompactOptions.MemoryBytes; 0 =
+	// DefaultMaintenanceMemoryBytes, 64 MiB; below
+	// tableformat.MinCompactMemoryBytes makes New fail): a compaction a
+	// client asks for must not take more of the server than one in the
+	// background. tsflight serve sets it from --maintenance-memory.
+	CompactMemory int64
 	// Table tunes how tables are opened (nil = tableformat.DefaultOptions
 	// with Logger).
 	Table *tableformat.Options
@@ -116,6 +123,12 @@ func New(opts *Options) (*Service, error) {
 	}
 	if o.AppendRetries <= 0 {
 		o.AppendRetries = 64
+	}
+	switch {
+	case o.CompactMemory == 0:
+		o.CompactMemory = DefaultMaintenanceMemoryBytes
+	case o.CompactMemory < tableformat.MinCompactMemoryBytes:
+		return nil, invalid("CompactMemory must be at least %d bytes (1 MiB; 0 = %d), got %d", tableformat.MinCompactMemoryBytes, DefaultMaintenanceMemoryBytes, o.CompactMemory)
 	}
 	if o.Table == nil {
 		o.Table = tableformat.DefaultOptions()

@@ -50,7 +50,7 @@ func TestMalformedTicketsAreRefused(t *testing.T) {
 		{"bad parameter", handle(stmtHandle{ID: "x", Query: "SELECT ?", Rows: [][]wireValue{{{"int", "twelve"}}}}), codes.InvalidArgument, "parameter 1 is malformed"},
 		{"unknown parameter type", handle(stmtHandle{ID: "x", Query: "SELECT ?", Rows: [][]wireValue{{{"complex", "1"}}}}), codes.InvalidArgument, "parameter 1 is malformed"},
 		{"bad schema", handle(stmtHandle{ID: "x", Query: "SELECT 1", Schema: []byte("nope")}), codes.InvalidArgument, "schema is malformed"},
-		{"snapshot gone", handle(stmtHandle{ID: "x", Query: "SELECT count(*) FROM cpu", Versions: map[string]uint64{"cpu": 999}}), codes.FailedPrecondition, "version 999"},
+		{"snapshot gone", handle(stmtHandle{ID: "x", Query: "SELECT count(*) FROM cpu", Versions: map[string]uint64{"cpu": 999}}), codes.NotFound, "version 999"},
 	}
 	for _, c := range cases {
 		wantCode(t, c.name, s.doGetHandle(t, c.handle), c.code, c.frag)

@@ -169,7 +169,9 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		default:
 			if v, ok := pinned[at.table]; ok && v != st.Version {
 				if st, err = tb.StateAt(ctx, v); err != nil {
-					return nil, nil, status.Errorf(codes.FailedPrecondition, "table %s: version %d of this statement's snapshot is gone: %v", at.table, v, err)
+					// NOT_FOUND, as for every version pinned elsewhere
+					// (docs/design.md, retention): run the query again.
+					return nil, nil, status.Errorf(codes.NotFound, "table %s: version %d of this statement's snapshot is gone (execute the query again for the newest): %v", at.table, v, err)
 				}
 			}
 			p.versions[at.table] = st.Version

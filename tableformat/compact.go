@@ -1,5 +1,6 @@
 // Compaction: many small segments (a table fed by frequent small appends)
-// are merged into few large ones, sorted by (entity columns, index), in one
+// are merged into few large ones, sorted by (UTC day of a timestamp index,
+// entity columns, index; see compact_sort.go), in one
 // commit that removes the sources and adds the outputs. The rows and the
 // coverage stay exactly the same; only the files that hold them change.
 //
@@ -29,8 +30,8 @@ const (
 	// one full append row group.
 	DefaultCompactTargetBytes = 128 << 20
 	// DefaultCompactRowsPerRowGroup bounds the rows of an output row group.
-	// Outputs are sorted by (entity, index), so each row group holds a
-	// narrow slice of identities and time, and its statistics (and the
+	// Outputs are sorted by (day, entity, index), so each row group holds
+	// a narrow slice of days, identities and time, and its statistics (and the
 	// page index) let scans and SQL skip most of a file. 65,536 rows is
 	// also the batch size scans decode, so a row group is about one batch.
 	DefaultCompactRowsPerRowGroup = 1 << 16

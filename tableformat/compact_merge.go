@@ -32,7 +32,8 @@ type mergeInput struct {
 	rec    arrow.RecordBatch // current batch (our reference)
 	pos    int
 	keys   []uint64
-	ident  []int32 // per row, its identity in idents
+	days   []uint32 // per row, compactDays of its key
+	ident  []int32  // per row, its identity in idents
 	idents []coverage.Identity
 	// src is rec's index in the chunk being gathered, -1 when the chunk
 	// holds no row of it yet.
@@ -44,6 +45,7 @@ type compactMerger struct {
 	mem       memory.Allocator
 	acct      *compactAccount
 	ir        indexReader
+	dayOf     func(uint64) uint32 // compactDays(ir)
 	er        entityReader
 	schema    *arrow.Schema
 	chunkRows int
@@ -135,9 +137,16 @@ func (m *compactMerger) before(top, next *mergeInput) int {
 	if len(next.idents) > 0 {
 		nid = next.idents[next.ident[next.pos]]
 	}
-	nkey := next.keys[next.pos]
+	nkey, nday := next.keys[next.pos], next.days[next.pos]
 	lastIdent, identCmp := int32(-1), 0
 	for row := top.pos + 1; row < n; row++ {
+		if d := top.days[row]; d != nday {
+			if d > nday {
+				return row
+			}
+			lastIdent = -1 // an earlier day: before next whatever the identity
+			continue
+		}
 		if id := top.ident[row]; id != lastIdent {
 			lastIdent, identCmp = id, 0
 			if nid != nil {
@@ -157,8 +166,8 @@ func (m *compactMerger) next(in *mergeInput) (bool, error) {
 		in.rec.Release()
 		in.rec = nil
 	}
-	m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4)
-	in.keys, in.ident, in.idents, in.pos, in.src = nil, nil, nil, 0, -1
+	m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4 - int64(cap(in.days))*4)
+	in.keys, in.days, in.ident, in.idents, in.pos, in.src = nil, nil, nil, nil, 0, -1
 	for in.rd.Next() {
 		rec := in.rd.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -167,8 +176,9 @@ func (m *compactMerger) next(in *mergeInput) (bool, error) {
 		rec.Retain()
 		in.rec = rec
 		in.keys = compactIndexKeys(rec.Column(m.ir.col), m.ir.typ)
+		in.days = compactDayKeys(m.dayOf, in.keys)
 		in.ident = make([]int32, rec.NumRows())
-		m.acct.reserve(int64(cap(in.keys))*8 + int64(cap(in.ident))*4)
+		m.acct.reserve(int64(cap(in.keys))*8 + int64(cap(in.ident))*4 + int64(cap(in.days))*4)
 		if len(m.er.cols) > 0 {
 			cols := make([]arrow.Array, len(m.er.cols))
 			for k, c := range m.er.cols {
@@ -251,6 +261,9 @@ func (h mergeHeap) Len() int { return len(h) }
 
 func (h mergeHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
+	if da, db := a.days[a.pos], b.days[b.pos]; da != db {
+		return da < db
+	}
 	if len(a.idents) > 0 {
 		if c := a.idents[a.ident[a.pos]].Compare(b.idents[b.ident[b.pos]]); c != 0 {
 			return c < 0

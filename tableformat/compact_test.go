@@ -1,9 +1,11 @@
 package tableformat
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1143,7 +1145,7 @@ func testCompactAllTypes(t *testing.T, limit int64) {
 		t.Fatalf("rows after compaction:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	checkTable(t, ctx, tb)
-	// Stored order: by the entity columns, then ts.
+	// Stored order: by the UTC day of ts, the entity columns, then ts.
 	pf, err := file.OpenParquetFile(filepath.Join(dir, filepath.FromSlash(tb.State().Segments[0].Path)), false)
 	if err != nil {
 		t.Fatal(err)
@@ -1162,11 +1164,25 @@ func testCompactAllTypes(t *testing.T, limit int64) {
 		return tbl.Column(tbl.Schema().FieldIndices(name)[0]).Data().Chunk(0)
 	}
 	es, ei, eu, ts := col("e_str").(*array.String), col("e_i32").(*array.Int32), col("e_u64").(*array.Uint64), col("ts").(*array.Timestamp)
+	day := func(i int) int64 {
+		tm := ts.Value(i).ToTime(ts.DataType().(*arrow.TimestampType).Unit)
+		return int64(math.Floor(float64(tm.Unix()) / 86400))
+	}
+	days := map[int64]bool{}
+	for i := 0; i < es.Len(); i++ {
+		days[day(i)] = true
+	}
 	for i := 1; i < es.Len(); i++ {
 		a := coverage.Identity{coverage.Utf8(es.Value(i - 1)), coverage.Int32(ei.Value(i - 1)), coverage.UInt64(eu.Value(i - 1))}
 		b := coverage.Identity{coverage.Utf8(es.Value(i)), coverage.Int32(ei.Value(i)), coverage.UInt64(eu.Value(i))}
+		if d := cmp.Compare(day(i-1), day(i)); d > 0 {
+			t.Fatalf("rows %d and %d are out of day order: %v %v", i-1, i, ts.Value(i-1), ts.Value(i))
+		} else if d < 0 {
+			continue
+		}
 		if c := a.Compare(b); c > 0 || (c == 0 && ts.Value(i-1) > ts.Value(i)) {
 			t.Fatalf("rows %d and %d are out of order: %v %v", i-1, i, a, b)
 		}
 	}
+	t.Logf("%d rows over %d days", es.Len(), len(days))
 }

@@ -119,6 +119,7 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 		}
 	}
 	var added []int
+	var removed map[int]bool // indices into next.Segments, dropped after the loop
 	for i, a := range c.Actions {
 		switch a := a.(type) {
 		case AddSegment:
@@ -146,19 +147,15 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 				continue // the reference ignores removal of a non-live path
 			}
 			ownSegments()
-			j := next.byPath[a.Path]
-			next.Segments = slices.Delete(next.Segments, j, j+1)
+			// Marked now, dropped once at the end of the commit: a
+			// compaction commit removes thousands of segments, and
+			// deleting each from the slice and renumbering the rest
+			// cost time quadratic in their number.
+			if removed == nil {
+				removed = make(map[int]bool)
+			}
+			removed[next.byPath[a.Path]] = true
 			delete(next.byPath, a.Path)
-			for k := j; k < len(next.Segments); k++ {
-				next.byPath[next.Segments[k].Path] = k
-			}
-			for k := range added {
-				if added[k] > j {
-					added[k]--
-				} else if added[k] == j {
-					added[k] = -1
-				}
-			}
 		case UpdateTableMeta:
 			m := a.Meta
 			if next.Meta != nil {
@@ -183,6 +180,29 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 			}
 			next.Properties = props
 		}
+	}
+	if len(removed) > 0 {
+		kept, renumber := next.Segments[:0], make(map[int]int, len(added))
+		for i := range next.Segments {
+			if removed[i] {
+				continue
+			}
+			renumber[i] = len(kept)
+			kept = append(kept, next.Segments[i])
+		}
+		clear(next.Segments[len(kept):]) // no stale copies past the end
+		next.Segments = kept
+		clear(next.byPath)
+		for i := range next.Segments {
+			next.byPath[next.Segments[i].Path] = i
+		}
+		live := added[:0]
+		for _, j := range added {
+			if k, ok := renumber[j]; ok {
+				live = append(live, k)
+			}
+		}
+		added = live
 	}
 	if next.byPath == nil {
 		next.byPath = map[string]int{}

@@ -185,7 +185,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.maintInterval, "maintenance-interval", 10*time.Second, "how often background maintenance looks at every table to compact small segments (`duration`, 0 = no maintenance; appends that leave enough small segments wake it earlier)")
 	fs.IntVar(&cfg.maintMinSegs, "maintenance-min-segments", 8, "small segments a table must have before maintenance compacts it (`n`)")
 	fs.Var(&cfg.maintRate, "maintenance-rate", "bytes of segments per second maintenance may read and rewrite (`size`, 0 = 32MiB), so that compaction leaves the cores to queries and appends")
-	fs.Var(&cfg.maintMemory, "maintenance-memory", "memory the rows of one background compaction may hold (`size`, at least 1MiB): what does not fit is sorted in parts written to temporary files in $TMPDIR, unlinked at once, and merged")
+	fs.Var(&cfg.maintMemory, "maintenance-memory", "memory the rows of one compaction, in the background or asked for by the compact action, may hold (`size`, at least 1MiB): what does not fit is sorted in parts written to temporary files in $TMPDIR, unlinked at once, and merged")
 	fs.DurationVar(&cfg.maintQuiet, "maintenance-quiet-after", 30*time.Second, "how long after its last append a table counts as quiet, when maintenance merges all its small segments instead of only those of one size tier (`duration`, -1s = never)")
 	fs.Float64Var(&cfg.maintBusyShare, "maintenance-busy-share", flightserver.DefaultBusyShare, "while a table took an append in the last second, the share of the time maintenance may spend compacting it (`fraction`, above 0 and at most 1; 1 = no bound), so that appends keep the cores; a table with 16 times --maintenance-min-segments small segments is merged without it")
 	fs.BoolVar(&cfg.maintPaused, "maintenance-paused", false, "start with maintenance paused (the maintenance action resumes it)")
@@ -312,6 +312,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	opts.Logger = log.Named("flight")
 	opts.StreamBudget = int64(cfg.streamBudget)
 	opts.StallTimeout = cfg.stallTimeout
+	opts.CompactMemory = int64(cfg.maintMemory)
 	svc, err := flightserver.New(opts)
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
