@@ -68,6 +68,8 @@ func rollbackCatalogue() []badCase {
 			run: func(e *catEnv) error { return e.act(ActionRollback, `{"table":"vac","version":2}`) }},
 		{name: "read token rolls back (a dry run too)", category: cat, op: `DoAction rollback {"table":"cpu","version":1,"dry_run":true}, Bearer READER`, code: codes.PermissionDenied,
 			frags: []string{"action rollback needs write scope", "token reader has read scope"}, auth: true,
-			run: func(e *catEnv) error { return e.reader().act(ActionRollback, `{"table":"cpu","version":1,"dry_run":true}`) }},
+			run: func(e *catEnv) error {
+				return e.reader().act(ActionRollback, `{"table":"cpu","version":1,"dry_run":true}`)
+			}},
 	}
 }
