@@ -77,7 +77,7 @@ var testHookRollbackBeforeCommit func()
 // than the newest, expired under the keep window (StateAt's error, which
 // names the window), or when a segment, sidecar or coverage snapshot it
 // needs is missing (the error names the file); ErrUnsupported when the
-// table's columns, index or protocol features changed since version
+// table's columns or protocol features changed since version
 // (protocol 7 cannot remove a column; the error names the columns added);
 // ErrConflict when another writer committed after the rollback was planned
 // (the error names the new version; plan again on it). An ambiguous
@@ -236,8 +236,8 @@ func (t *Table) rollbackCoverage(target *State, plan *rollbackPlan) (CoveragePoi
 		// the ones still live included.
 		for i := range target.Segments {
 			if target.Segments[i].CoveragePath == "" {
-				return CoveragePointer{}, fmt.Errorf("%w: cannot roll back to version %d: its segment %s has no coverage sidecar and its table coverage snapshot %s is missing",
-					ErrNotFound, target.Version, target.Segments[i].Path, describePointer(target))
+				return CoveragePointer{}, fmt.Errorf("%w: cannot roll back to version %d: its segment %s has no coverage sidecar, and no table coverage snapshot of that version is on disk to take its coverage from; nothing was committed",
+					ErrNotFound, target.Version, target.Segments[i].Path)
 			}
 		}
 	}
@@ -245,13 +245,6 @@ func (t *Table) rollbackCoverage(target *State, plan *rollbackPlan) (CoveragePoi
 		return CoveragePointer{}, err
 	}
 	return pointer, nil
-}
-
-func describePointer(st *State) string {
-	if st.Coverage == nil {
-		return "(none)"
-	}
-	return st.Coverage.Path
 }
 
 // checkRollbackFiles checks that every file the rollback commit names is
@@ -295,35 +288,26 @@ func (t *Table) checkRollbackFiles(version uint64, plan *rollbackPlan, pointer C
 
 // sameMetaForRollback refuses a rollback across a metadata change: the
 // commit keeps the newest metadata (protocol 7 cannot remove a column,
-// and metadata only moves forward), so the target's must be the same. A
-// target before the table had a schema (no segments then) is fine: its
-// content, no rows, is the same under any schema.
+// and protocol and features only move forward), so the target's must be
+// the same. A target before the table had a schema (no segments then) is
+// fine: its content, no rows, is the same under any schema. The index
+// never changes (checkTransition), and a schema only by columns added at
+// the end.
 func sameMetaForRollback(target, cur *State) error {
 	v := target.Version
 	ts, cs := target.Schema(), cur.Schema()
-	if ts != nil && !ts.Equal(cs) {
+	if ts == nil {
+		return nil // no segments then: nothing to read under other metadata
+	}
+	if !ts.Equal(cs) {
 		var added []string
 		for _, f := range cs.Columns {
 			if _, ok := ts.Column(f.Name); !ok {
 				added = append(added, f.Name)
 			}
 		}
-		if len(added) > 0 && schemaExtends(cs, ts) {
-			return fmt.Errorf("%w: cannot roll back to version %d: columns were added since (%s) and protocol 7 cannot remove a column; nothing was committed",
-				ErrUnsupported, v, strings.Join(added, ", "))
-		}
-		return fmt.Errorf("%w: cannot roll back to version %d: the table's schema changed since (%s at version %d, %s now) and a rollback keeps the newest schema; nothing was committed",
-			ErrUnsupported, v, schemaColumnList(ts), v, schemaColumnList(cs))
-	}
-	ti, ci := target.Index(), cur.Index()
-	if ti == nil || ci == nil {
-		return fmt.Errorf("%w: cannot roll back to version %d: the table has no index spec", ErrUnsupported, v)
-	}
-	if ti.Column != ci.Column || !slices.Equal(ti.EntityColumns, ci.EntityColumns) || !ti.Kind.Equal(ci.Kind) {
-		return fmt.Errorf("%w: cannot roll back to version %d: the table's index changed since; nothing was committed", ErrUnsupported, v)
-	}
-	if ts == nil {
-		return nil // no segments then: nothing to read under other features
+		return fmt.Errorf("%w: cannot roll back to version %d: columns were added since (%s) and protocol 7 cannot remove a column; nothing was committed",
+			ErrUnsupported, v, strings.Join(added, ", "))
 	}
 	tm, cm := target.Meta, cur.Meta
 	if tm.Protocol != cm.Protocol || !slices.Equal(tm.ReaderFeatures, cm.ReaderFeatures) || !slices.Equal(tm.WriterFeatures, cm.WriterFeatures) {
@@ -333,14 +317,3 @@ func sameMetaForRollback(target, cur *State) error {
 	return nil
 }
 
-// schemaColumnList renders a schema's column names for messages.
-func schemaColumnList(s *Schema) string {
-	if s == nil {
-		return "no schema"
-	}
-	names := make([]string, len(s.Columns))
-	for i, f := range s.Columns {
-		names[i] = f.Name
-	}
-	return "columns " + strings.Join(names, ", ")
-}
