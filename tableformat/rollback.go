@@ -316,4 +316,3 @@ func sameMetaForRollback(target, cur *State) error {
 	}
 	return nil
 }
-
