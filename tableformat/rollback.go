@@ -159,7 +159,7 @@ func (t *Table) Rollback(ctx context.Context, version uint64, opts *RollbackOpti
 // rollbackConflict is the error of a rollback whose planned-on version is
 // no longer the newest: it names the version the table moved to.
 func (t *Table) rollbackConflict(ctx context.Context, planned, version uint64, cause error) error {
-	newest := planned
+	newest := planned + 1 // a lost race means at least this one exists
 	var ce *ConflictError
 	if errors.As(cause, &ce) && ce.Found > newest {
 		newest = ce.Found
