@@ -35,6 +35,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionCheck, Description: `Check tables for damage: every commit replays, CURRENT is current, live segments are present with the recorded size, rows and footer, coverage sidecars and the table coverage snapshot agree with their data. With "repair": true, republish CURRENT and rebuild the table coverage snapshot when they are wrong (nothing is deleted). Body: {"table"} or {"tables": [...]} or {} for all, "repair"?: false. Result: ok, repair, tables [{table, ok, version, current, segments, rows, findings [{severity, code, path, version, problem, action, repairable, repaired, repair}]}].`},
 	{Type: ActionMaintenance, Description: `Background maintenance (compaction of small segments) status, pause and resume. Body: {"table"?, "paused"?: bool} ({} for every table; "paused" pauses or resumes, for the table or all). Result: enabled, paused_all, tables [{table, enabled, paused, pending, small_segments, small_bytes, min_small_segments, running, runs, merged, last_run, last_error}].`},
 	{Type: ActionCompact, Description: `Merge small segments into large ones sorted by (UTC day of a timestamp index, entity, index), in one commit that replaces them (rows and coverage unchanged; the replaced files stay on disk). Body: {"table", "dry_run"?: false}. Result: table, starting_version, committed_version, dry_run, no_op, retries, groups [{sources, source_bytes, rows, index_min, index_max, outputs, output_bytes}], dropped_groups, remaining, source_segments, output_segments, rows_read, rows_written, bytes_before, bytes_after.`},
+	{Type: ActionRollback, Description: `Give a table back an older version's content in one new commit (history stays: roll back to the version before a rollback to undo it). Refused when the version is expired, a file it needs is gone, columns were added since, or another writer commits meanwhile. Body: {"table", "version", "dry_run"?: false}. Result: table, starting_version, target_version, committed_version, dry_run, no_op, removed, added, rows_before, rows_after, coverage.`},
 }
 
 // ListActions describes the actions DoAction accepts.
@@ -121,6 +122,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.check(ctx, body)
 	case ActionCompact:
 		return s.compact(ctx, body)
+	case ActionRollback:
+		return s.rollback(ctx, body)
 	case ActionMaintenance:
 		return s.maintenanceAction(ctx, body)
 	}

@@ -153,7 +153,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact, ActionRollback}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

@@ -329,7 +329,9 @@ func (cc *coverageCache) clear() {
 // Where it points at the segment-union marker (what tsflight's appends
 // write now, see unionCoveragePath), the union is built here: from the
 // newest cached older version, extended by the sidecars of the segments
-// added since, or from every sidecar when none is cached. Any segment
+// added since, or from every sidecar when none is cached or the pointer
+// was set after the cached one (coverage only grows between two
+// versions when no commit in between set the pointer: a rollback does). Any segment
 // sidecar that cannot be read is corruption.
 func (t *Table) loadCoverage(ctx context.Context, st *State) (*segmentCoverage, error) {
 	if c := t.covCache.get(st.Version); c != nil {
@@ -351,6 +353,14 @@ func (t *Table) loadCoverage(ctx context.Context, st *State) (*segmentCoverage, 
 		t.opts.logger().Warn("table has segments but no coverage snapshot; rebuilding it from segment sidecars", "version", st.Version)
 	}
 	base, haveBase := t.covCache.below(st.Version)
+	if haveBase && base.st.Version < st.CoverageVersion {
+		// A commit after base set the coverage pointer: coverage may have
+		// shrunk there (a rollback, rollback.go, removes segments and sets
+		// the pointer), so base's union is not a subset to extend.
+		// Appends and compactions never set it on a table already on the
+		// marker, so this costs one full rebuild per pointer change.
+		haveBase = false
+	}
 	added := newSegmentCoverage(st.Index(), entity)
 	for i := range st.Segments {
 		seg := &st.Segments[i]

@@ -322,6 +322,7 @@ var cliCommands = [][]string{
 	{"vacuum", cliTable},
 	{"check", cliTable},
 	{"compact", "--dry-run", cliTable},
+	{"rollback", "--dry-run", cliTable, "2"},
 	{"set-properties", cliTable, "owner=ops"},
 }
 
