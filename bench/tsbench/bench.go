@@ -43,7 +43,7 @@ func modeConfig(mode string) (config, error) {
 	case "quick":
 		p.Hosts, p.Duration = 200, 6*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 200
-		c.streamPuts, c.writerPuts = 300, 40
+		c.streamPuts, c.writerPuts = 300, 100
 	case "full":
 		p.Hosts, p.Duration = 4000, 24*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 500
