@@ -37,6 +37,10 @@ type UpdateTableCoverage struct{ Coverage CoveragePointer }
 type CoveragePointer struct {
 	IndexKind IndexKind
 	Path      string
+	// Legacy is set when the pointer was read from a format-6 commit (its
+	// index kind in the bucket spelling). It is never written: writers
+	// always spell protocol 7.
+	Legacy bool
 }
 
 // The action names. NB: on-disk tags; must not change.
@@ -241,7 +245,7 @@ func decodeCommit(data []byte) (*Commit, error) {
 			if err != nil {
 				return nil, fmt.Errorf("action %d (%s): %w", i, name, err)
 			}
-			if err := u.Coverage.IndexKind.UnmarshalJSON(kraw); err != nil {
+			if u.Coverage.Legacy, err = u.Coverage.IndexKind.decode(kraw, true); err != nil {
 				return nil, fmt.Errorf("action %d (%s): index_kind: %w", i, name, err)
 			}
 			praw, err := co.need("coverage_path")

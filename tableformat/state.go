@@ -232,6 +232,9 @@ func (s *State) validate(check []int) error {
 	if s.Coverage != nil && !s.Coverage.IndexKind.Equal(ix.Kind) {
 		return fmt.Errorf("coverage pointer index kind does not match the table's index kind")
 	}
+	if s.Coverage != nil && s.Coverage.Legacy != s.Meta.NeedsUpgrade() {
+		return &ProtocolError{corrupt: true, Reason: "the coverage pointer's index kind is not spelled in the table's format (format-6 bucket spelling mixed with protocol-7 index_granularity)"}
+	}
 	if len(s.Segments) > 0 && s.Meta.Schema == nil {
 		return fmt.Errorf("the table has segments but no logical schema")
 	}
