@@ -30,17 +30,19 @@ type UpdateTableMeta struct{ Meta TableMeta }
 
 // UpdateTableCoverage points at the table coverage snapshot of this
 // version.
-type UpdateTableCoverage struct{ Coverage CoveragePointer }
+type UpdateTableCoverage struct {
+	Coverage CoveragePointer
+	// Legacy is set when the action was read from a format-6 commit (its
+	// index kind in the bucket spelling). It is never written: writers
+	// always spell protocol 7.
+	Legacy bool
+}
 
 // CoveragePointer names a table coverage snapshot and the index kind it
 // was computed for.
 type CoveragePointer struct {
 	IndexKind IndexKind
 	Path      string
-	// Legacy is set when the pointer was read from a format-6 commit (its
-	// index kind in the bucket spelling). It is never written: writers
-	// always spell protocol 7.
-	Legacy bool
 }
 
 // The action names. NB: on-disk tags; must not change.
@@ -245,7 +247,7 @@ func decodeCommit(data []byte) (*Commit, error) {
 			if err != nil {
 				return nil, fmt.Errorf("action %d (%s): %w", i, name, err)
 			}
-			if u.Coverage.Legacy, err = u.Coverage.IndexKind.decode(kraw, true); err != nil {
+			if u.Legacy, err = u.Coverage.IndexKind.decode(kraw, true); err != nil {
 				return nil, fmt.Errorf("action %d (%s): index_kind: %w", i, name, err)
 			}
 			praw, err := co.need("coverage_path")

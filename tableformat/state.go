@@ -172,6 +172,9 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 			if err := ValidatePath(a.Coverage.Path); err != nil {
 				return nil, corruptf(path, c.Version, err, "action %d: UpdateTableCoverage", i)
 			}
+			if next.Meta != nil && a.Legacy != next.Meta.NeedsUpgrade() {
+				return nil, corruptf(path, c.Version, nil, "action %d: UpdateTableCoverage: the index kind is not spelled in the table's format (format %d)", i, legacyOr7(next.Meta))
+			}
 			p := a.Coverage
 			next.Coverage = &p
 			next.CoverageVersion = c.Version
@@ -232,9 +235,7 @@ func (s *State) validate(check []int) error {
 	if s.Coverage != nil && !s.Coverage.IndexKind.Equal(ix.Kind) {
 		return fmt.Errorf("coverage pointer index kind does not match the table's index kind")
 	}
-	if s.Coverage != nil && s.Coverage.Legacy != s.Meta.NeedsUpgrade() {
-		return &ProtocolError{corrupt: true, Reason: "the coverage pointer's index kind is not spelled in the table's format (format-6 bucket spelling mixed with protocol-7 index_granularity)"}
-	}
+
 	if len(s.Segments) > 0 && s.Meta.Schema == nil {
 		return fmt.Errorf("the table has segments but no logical schema")
 	}

@@ -172,7 +172,7 @@ func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
 		}
 	}
 	t.state = st
-	if rolled > 0 && !t.opts.ReadOnly {
+	if rolled > 0 && !t.opts.ReadOnly && !st.Meta.NeedsUpgrade() { // a format-6 table is read-only
 		if err := t.log.publishCurrent(st.Version); err != nil {
 			t.opts.logger().Warn("could not roll CURRENT forward", "version", st.Version, "error", err)
 		} else {
