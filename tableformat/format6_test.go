@@ -12,9 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"

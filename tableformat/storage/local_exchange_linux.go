@@ -34,4 +34,3 @@ func (l *LocalFS) Exchange(a, b string) error {
 	}
 	return l.fix(&os.LinkError{Op: "exchange", Old: pa, New: pb, Err: err})
 }
-
