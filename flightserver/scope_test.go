@@ -32,6 +32,7 @@ var flightActionWrites = map[string]bool{
 	ActionVacuum:        false,
 	ActionCheck:         false, // with repair it writes: TestScopeCheckBody
 	ActionCompact:       true,  // a dry run too: it plans a rewrite of the table
+	ActionUpgrade:       true,  // a dry run too, as compact
 	ActionMaintenance:   false, // pausing and resuming write: TestScopeMaintenanceBody
 }
 
