@@ -322,6 +322,7 @@ var cliCommands = [][]string{
 	{"vacuum", cliTable},
 	{"check", cliTable},
 	{"compact", "--dry-run", cliTable},
+	{"upgrade", "--dry-run", cliTable},
 	{"set-properties", cliTable, "owner=ops"},
 }
 
