@@ -373,3 +373,51 @@ func TestUpgradeBadOptions(t *testing.T) {
 	}
 	sameDigests(t, "after refused options", treeDigests(t, dir), before)
 }
+
+// Vacuum never touches the backup of the old log (nor a staging
+// directory): it walks data/, _coverage/ and the log only.
+func TestUpgradeVacuumKeepsBackup(t *testing.T) {
+	dir, want := copyFormat6(t, "ts_entity")
+	ctx := context.Background()
+	tb, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tb.Upgrade(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(dir, UpgradeStagingPrefix+"00000000000000aa")
+	if err := os.MkdirAll(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stray, "CURRENT"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var backup []string
+	for p, d := range treeDigests(t, dir) {
+		if strings.HasPrefix(p, rep.Backup+"/") || strings.HasPrefix(p, filepath.Base(stray)+"/") {
+			backup = append(backup, p+" "+d)
+		}
+	}
+	zero := time.Duration(0)
+	vrep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), KeepSnapshots: &zero, Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vrep.Artifacts) == 0 {
+		t.Fatal("vacuum found nothing to consider: the test proves nothing")
+	}
+	after := treeDigests(t, dir)
+	for _, b := range backup {
+		p, d, _ := strings.Cut(b, " ")
+		if after[p] != d {
+			t.Errorf("vacuum changed or removed %s", p)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	if got, exp := rowsJSON(t, tb, mem), expectedRowsJSON(t, want); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("rows after vacuum %v, want %v", got, exp)
+	}
+}
