@@ -141,7 +141,11 @@ func (t *Table) Upgrade(ctx context.Context, opts *UpgradeOptions) (*UpgradeRepo
 		step.State, step.Detail = "not-needed", "no small segments to merge"
 	case opts.DryRun:
 		step.State = "planned"
-		step.Detail = fmt.Sprintf("merge %d small segments in %d groups", crep.SourceSegments, len(crep.Groups))
+		groups := "groups"
+		if len(crep.Groups) == 1 {
+			groups = "group"
+		}
+		step.Detail = fmt.Sprintf("merge %d small segments in %d %s", crep.SourceSegments, len(crep.Groups), groups)
 	default:
 		step.Detail = fmt.Sprintf("merged %d segments into %d at version %d", crep.SourceSegments, crep.OutputSegments, crep.CommittedVersion)
 		rep.CommittedVersion = crep.CommittedVersion

@@ -207,18 +207,6 @@ func checkConverted(old, conv []byte) error {
 	if err != nil {
 		return fmt.Errorf("the converted commit does not decode: %w", err)
 	}
-	strip := func(c *Commit) {
-		for i, a := range c.Actions {
-			switch x := a.(type) {
-			case UpdateTableMeta:
-				x.Meta.LegacyFormat = 0
-				c.Actions[i] = x
-			case UpdateTableCoverage:
-				x.Legacy = false
-				c.Actions[i] = x
-			}
-		}
-	}
 	for _, x := range b.Actions {
 		switch x := x.(type) {
 		case UpdateTableMeta:
@@ -231,9 +219,24 @@ func checkConverted(old, conv []byte) error {
 			}
 		}
 	}
-	strip(a)
+	a.stripLegacy()
 	if !reflect.DeepEqual(a, b) {
 		return fmt.Errorf("the converted commit decodes to a different commit")
 	}
 	return nil
+}
+
+// stripLegacy clears the format-6 marks of c's actions, leaving the
+// protocol-7 commit it stands for.
+func (c *Commit) stripLegacy() {
+	for i, a := range c.Actions {
+		switch x := a.(type) {
+		case UpdateTableMeta:
+			x.Meta.LegacyFormat = 0
+			c.Actions[i] = x
+		case UpdateTableCoverage:
+			x.Legacy = false
+			c.Actions[i] = x
+		}
+	}
 }
