@@ -296,3 +296,36 @@ func TestFormat6WritesRefused(t *testing.T) {
 	}
 	sameDigests(t, "after refused writes", treeDigests(t, dir), before)
 }
+
+// Check reads a format-6 table like any other (no findings); asked to
+// repair a lagging CURRENT it refuses with ErrNeedsUpgrade and writes
+// nothing.
+func TestFormat6Check(t *testing.T) {
+	dir, want := copyFormat6(t, "ts_entity")
+	ctx := context.Background()
+	rep, err := Check(ctx, storage.Local(dir), CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Version != want.Version || rep.Rows != uint64(len(want.Rows)) {
+		t.Fatalf("check of the format-6 table: %+v", rep)
+	}
+	if err := os.WriteFile(filepath.Join(dir, LogDir, "CURRENT"), []byte("3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := treeDigests(t, dir)
+	rep, err = Check(ctx, storage.Local(dir), CheckOptions{Repair: true})
+	if err == nil {
+		for _, f := range rep.Findings {
+			if f.Repaired || !strings.Contains(f.Repair, "tsflight upgrade TABLE") {
+				t.Errorf("finding %+v: want it left unrepaired, naming the upgrade", f)
+			}
+		}
+		if len(rep.Findings) == 0 {
+			t.Fatal("the lagging CURRENT was not found")
+		}
+	} else if !errors.Is(err, ErrNeedsUpgrade) {
+		t.Fatalf("check --repair: %v, want ErrNeedsUpgrade", err)
+	}
+	sameDigests(t, "after check --repair", treeDigests(t, dir), before)
+}
