@@ -27,6 +27,28 @@ import (
 // with timeseries-table-format 0.4.0.
 var format6Names = []string{"ts_entity", "int64", "uint64"}
 
+// format6Case is one fixture of one set.
+type format6Case struct{ set, name string }
+
+// format6Cases is every fixture of every set; the sets after the first
+// (committed) one are named "fresh/NAME" in test names.
+func format6Cases() []format6Case {
+	var out []format6Case
+	for _, set := range format6Sets() {
+		for _, n := range format6Names {
+			out = append(out, format6Case{set, n})
+		}
+	}
+	return out
+}
+
+func (c format6Case) String() string {
+	if c.set == format6Dir {
+		return c.name
+	}
+	return "fresh/" + c.name
+}
+
 // format6Expected is NAME.expected.json: the rows the script appended, in
 // (index, entities) order, and the version the package reported.
 type format6Expected struct {
@@ -35,11 +57,30 @@ type format6Expected struct {
 	Rows    []map[string]any `json:"rows"`
 }
 
-// copyFormat6 copies fixture name into a fresh temporary directory and
-// returns the table root and what the script expects.
+// format6Dir is the committed set of format-6 fixtures.
+var format6Dir = filepath.Join("..", "testdata", "format6", "tables")
+
+// format6Sets are the sets of format-6 tables to check: the committed one
+// and, when TSFLIGHT_FORMAT6_TABLES names one, a set make_fixtures.sh
+// wrote fresh in this CI run.
+func format6Sets() []string {
+	sets := []string{format6Dir}
+	if d := os.Getenv("TSFLIGHT_FORMAT6_TABLES"); d != "" {
+		sets = append(sets, d)
+	}
+	return sets
+}
+
+// copyFormat6 copies committed fixture name into a fresh temporary
+// directory and returns the table root and what the script expects.
 func copyFormat6(t *testing.T, name string) (string, *format6Expected) {
 	t.Helper()
-	src := filepath.Join("..", "testdata", "format6", "tables")
+	return copyFormat6From(t, format6Dir, name)
+}
+
+// copyFormat6From is copyFormat6 from the set in directory src.
+func copyFormat6From(t *testing.T, src, name string) (string, *format6Expected) {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)
 	rpCopy(t, filepath.Join(src, name), dst)
 	raw, err := os.ReadFile(filepath.Join(src, name+".expected.json"))
@@ -179,9 +220,10 @@ func sameDigests(t *testing.T, what string, got, want map[string]string) {
 // reported, the rows the script appended, metadata held as protocol 7
 // with LegacyFormat 6.
 func TestFormat6OpensReadOnly(t *testing.T) {
-	for _, name := range format6Names {
-		t.Run(name, func(t *testing.T) {
-			dir, want := copyFormat6(t, name)
+	for _, c := range format6Cases() {
+		name := c.name
+		t.Run(c.String(), func(t *testing.T) {
+			dir, want := copyFormat6From(t, c.set, name)
 			tb, err := Open(context.Background(), storage.Local(dir), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -76,9 +76,10 @@ func newRowFor(name string) map[string]any {
 // that both can append to.
 func TestUpgradeFormat6(t *testing.T) {
 	py := crashPython(t)
-	for _, name := range format6Names {
-		t.Run(name, func(t *testing.T) {
-			dir, want := copyFormat6(t, name)
+	for _, c := range format6Cases() {
+		name := c.name
+		t.Run(c.String(), func(t *testing.T) {
+			dir, want := copyFormat6From(t, c.set, name)
 			ctx := context.Background()
 			before := treeDigests(t, dir)
 			tb, err := Open(ctx, storage.Local(dir), nil)

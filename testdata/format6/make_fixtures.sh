@@ -1,13 +1,14 @@
 #!/bin/sh
 # Regenerate the format-6 fixtures with timeseries-table-format 0.4.0.
 #
-# Usage: testdata/format6/make_fixtures.sh [WHEEL_OR_REQUIREMENT]
+# Usage: testdata/format6/make_fixtures.sh [WHEEL_OR_REQUIREMENT [OUT_DIR]]
 #
 # WHEEL_OR_REQUIREMENT defaults to timeseries-table-format==0.4.0 (from the
 # package index); pass a path to a downloaded 0.4.0 wheel to work offline.
 # The venv reuses the system pyarrow (--system-site-packages). The tables are
 # written to a temporary directory and then replace tables/ here; PROVENANCE
-# is rewritten with the checksums of every file.
+# is rewritten with the checksums of every file. With OUT_DIR, the tables are
+# written there instead and nothing here changes (CI's fresh set).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 req=${1:-timeseries-table-format==0.4.0}
@@ -15,6 +16,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 -m venv --system-site-packages "$work/venv"
 "$work/venv/bin/pip" install --quiet --no-deps "$req"
+if [ $# -ge 2 ]; then
+	"$work/venv/bin/python" "$here/make_fixtures.py" "$2"
+	exit 0
+fi
 "$work/venv/bin/python" "$here/make_fixtures.py" "$work/tables"
 rm -rf "$here/tables"
 mv "$work/tables" "$here/tables"
