@@ -165,6 +165,18 @@ func (t *Table) convertLog(ctx context.Context, st *State, rep *UpgradeReport) (
 		return st, nil
 	}
 	conv := make([][]byte, 0, n)
+	// The commit files above n the log holds now (torn or unreadable
+	// ones that the replay ignored): any change to them before the swap
+	// is another writer's commit.
+	tail, err := t.logTail(LogDir, n)
+	if err != nil {
+		return nil, err
+	}
+	if again, err := t.Refresh(ctx); err != nil {
+		return nil, err
+	} else if again.Version != n {
+		return nil, fmt.Errorf("%w: upgrade: the table moved from version %d to %d (stop other writers)", ErrConflict, n, again.Version)
+	}
 	for v := uint64(1); v <= n; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -187,7 +199,7 @@ func (t *Table) convertLog(ctx context.Context, st *State, rep *UpgradeReport) (
 		t.removeTreeQuietly(staging)
 		return nil, err
 	}
-	backup, swap, err := t.swapLogs(staging, n)
+	backup, swap, err := t.swapLogs(staging, n, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -232,13 +244,17 @@ func (t *Table) writeStaging(dir string, commits [][]byte) error {
 // exchange; on a file system without one it falls back to two renames
 // (the log is missing between them: docs/format/upgrade-logs.md). If a
 // commit above n appears in the old log, the swap is undone and the
-// upgrade fails with ErrConflict.
-func (t *Table) swapLogs(staging string, n uint64) (backup, how string, err error) {
+// upgrade fails with ErrConflict: tail is what the old log held above n
+// when the conversion began (see logTail).
+func (t *Table) swapLogs(staging string, n uint64, tail string) (backup, how string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, err := t.fs.Stat(CommitPath(n + 1)); err == nil {
+	if now, err := t.logTail(LogDir, n); err != nil || now != tail {
 		t.removeTreeQuietly(staging)
-		return "", "", fmt.Errorf("%w: upgrade: another writer committed version %d while the log was converted (stop other writers)", ErrConflict, n+1)
+		if err != nil {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("%w: upgrade: another writer committed above version %d while the log was converted (stop other writers)", ErrConflict, n)
 	}
 	backup, err = t.backupName()
 	if err != nil {
@@ -261,12 +277,12 @@ func (t *Table) swapLogs(staging string, n uint64) (backup, how string, err erro
 		return "", "", storageErr("upgrade: exchange the log with "+staging, err)
 	default:
 		// The old log is now at the staging name.
-		if _, err := t.fs.Stat(staging + "/" + path.Base(CommitPath(n+1))); err == nil {
+		if now, err := t.logTail(staging, n); err != nil || now != tail {
 			if err := t.fs.Exchange(LogDir, staging); err != nil {
 				return "", "", storageErr("upgrade: undo the exchange after a concurrent commit", err)
 			}
 			t.removeTreeQuietly(staging)
-			return "", "", fmt.Errorf("%w: upgrade: another writer committed version %d while the log was swapped; the swap was undone (stop other writers)", ErrConflict, n+1)
+			return "", "", fmt.Errorf("%w: upgrade: another writer committed above version %d while the log was swapped; the swap was undone (stop other writers)", ErrConflict, n)
 		}
 		if err := t.fs.Rename(staging, backup); err != nil {
 			return "", "", storageErr("upgrade: rename the old log to "+backup, err)
@@ -276,6 +292,29 @@ func (t *Table) swapLogs(staging string, n uint64) (backup, how string, err erro
 		return "", "", storageErr("upgrade: sync the table root after the swap", err)
 	}
 	return backup, how, nil
+}
+
+// logTail fingerprints the commit files above version n in dir (a log
+// directory): their names and the digests of their contents, in order.
+func (t *Table) logTail(dir string, n uint64) (string, error) {
+	names, err := t.fs.List(dir)
+	if err != nil {
+		return "", storageErr("upgrade: list "+dir, err)
+	}
+	var b strings.Builder
+	for _, name := range names {
+		v, err := strconv.ParseUint(strings.TrimSuffix(name, ".json"), 10, 64)
+		if err != nil || v <= n || path.Base(CommitPath(v)) != name {
+			continue
+		}
+		data, err := t.fs.ReadFile(dir + "/" + name)
+		if err != nil {
+			return "", storageErr("upgrade: read "+dir+"/"+name, err)
+		}
+		d := digestOf(data)
+		fmt.Fprintf(&b, "%s:%x;", name, d[:])
+	}
+	return b.String(), nil
 }
 
 // backupName is UpgradeBackupPrefix plus the time, with a random suffix if

@@ -286,52 +286,110 @@ func TestUpgradeLeftovers(t *testing.T) {
 	}
 }
 
-// exchangeHookFS runs before ahead of every Exchange.
-type exchangeHookFS struct {
+// hookFS runs before ahead of every Exchange, every MkdirAll of a staging
+// directory, or every List of the log, as op says.
+type hookFS struct {
 	storage.FS
+	op     string
 	before func()
 }
 
-func (h exchangeHookFS) Exchange(a, b string) error {
-	h.before()
+func (h hookFS) Exchange(a, b string) error {
+	if h.op == "Exchange" {
+		h.before()
+	}
 	return h.FS.Exchange(a, b)
 }
 
-// A commit that another writer adds while the log is converted fails the
-// upgrade with ErrConflict and leaves the format-6 table as it was (the
-// swap is undone; no staging directory remains).
+func (h hookFS) List(dir string) ([]string, error) {
+	if h.op == "List" && dir == LogDir {
+		h.before()
+	}
+	return h.FS.List(dir)
+}
+
+func (h hookFS) MkdirAll(dir string) error {
+	if h.op == "MkdirAll" && strings.HasPrefix(dir, UpgradeStagingPrefix) {
+		h.before()
+	}
+	return h.FS.MkdirAll(dir)
+}
+
+// A commit that another writer adds while the log is converted (before
+// the staging directory is made) or swapped (just before the exchange)
+// fails the upgrade with ErrConflict and leaves the format-6 table as it
+// was (an exchange is undone; no staging directory remains).
 func TestUpgradeConcurrentCommit(t *testing.T) {
+	for op, msg := range map[string]string{"List": "moved from version 3 to 4", "MkdirAll": "while the log was converted", "Exchange": "the swap was undone"} {
+		t.Run(op, func(t *testing.T) {
+			dir, want := copyFormat6(t, "int64")
+			ctx := context.Background()
+			next := filepath.Join(dir, CommitPath(want.Version+1))
+			// A valid format-6 commit (no actions) for the List case, which
+			// the refresh rolls forward over; any bytes for the others.
+			commit := fmt.Sprintf(`{"version":%d,"base_version":%d,"timestamp":"2026-12-02T13:00:00Z","actions":[]}`, want.Version+1, want.Version)
+			fsys := hookFS{FS: storage.Local(dir), op: op, before: func() {
+				if _, err := os.Stat(next); err == nil {
+					return
+				}
+				if err := os.WriteFile(next, []byte(commit), 0o644); err != nil {
+					t.Error(err)
+				}
+			}}
+			tb, err := Open(ctx, fsys, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tb.Upgrade(ctx, nil)
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), msg) {
+				t.Fatalf("upgrade: %v, want ErrConflict saying %q", err, msg)
+			}
+			if err := os.Remove(next); err != nil {
+				t.Fatal(err)
+			}
+			names, _ := os.ReadDir(dir)
+			for _, n := range names {
+				if strings.HasPrefix(n.Name(), LogDir+".") {
+					t.Errorf("failed upgrade left %s", n.Name())
+				}
+			}
+			fresh, err := Open(ctx, storage.Local(dir), &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fresh.State().Meta.NeedsUpgrade() {
+				t.Fatal("the table is not format 6 after the failed upgrade")
+			}
+		})
+	}
+}
+
+// A torn commit file above the newest commit (which the replay ignores)
+// does not stop the upgrade: it stays in the backup, and the new log
+// ends at the newest valid commit.
+func TestUpgradeTornTail(t *testing.T) {
 	dir, want := copyFormat6(t, "int64")
 	ctx := context.Background()
-	next := filepath.Join(dir, CommitPath(want.Version+1))
-	fsys := exchangeHookFS{FS: storage.Local(dir), before: func() {
-		if err := os.WriteFile(next, []byte("{}"), 0o644); err != nil {
-			t.Error(err)
-		}
-	}}
-	tb, err := Open(ctx, fsys, nil)
+	torn := filepath.Base(CommitPath(want.Version + 1))
+	if err := os.WriteFile(filepath.Join(dir, LogDir, torn), []byte(`{"version":4,"base_vers`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Open(ctx, storage.Local(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tb.Upgrade(ctx, nil)
-	if !errors.Is(err, ErrConflict) {
-		t.Fatalf("upgrade: %v, want ErrConflict", err)
-	}
-	if err := os.Remove(next); err != nil {
-		t.Fatal(err)
-	}
-	names, _ := os.ReadDir(dir)
-	for _, n := range names {
-		if strings.HasPrefix(n.Name(), LogDir+".") {
-			t.Errorf("failed upgrade left %s", n.Name())
-		}
-	}
-	fresh, err := Open(ctx, storage.Local(dir), &Options{ReadOnly: true})
+	rep, err := tb.Upgrade(ctx, &UpgradeOptions{Compact: &CompactOptions{MinSegments: 2, SmallBytes: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fresh.State().Meta.NeedsUpgrade() {
-		t.Fatal("the table is not format 6 after the undone swap")
+	if _, err := os.Stat(filepath.Join(dir, rep.Backup, torn)); err != nil {
+		t.Errorf("the torn file is not in the backup: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LogDir, torn)); !os.IsNotExist(err) {
+		t.Errorf("the torn file is in the new log: %v", err)
+	}
+	if st := tb.State(); st.Version != want.Version || st.Meta.NeedsUpgrade() {
+		t.Fatalf("after the upgrade: version %d legacy %d", st.Version, st.Meta.LegacyFormat)
 	}
 }
 
