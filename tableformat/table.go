@@ -25,6 +25,8 @@ type Table struct {
 	mu    sync.Mutex // serializes commits and refreshes
 	state *State     // replaced, never mutated
 
+	upgradeMu sync.Mutex // serializes Upgrade calls (upgrade.go)
+
 	covCache coverageCache
 	newest   newestCache // per-sidecar newest interval per identity
 	union    unionMarker // the segment-union marker is known to exist

@@ -114,6 +114,8 @@ func (t *Table) Upgrade(ctx context.Context, opts *UpgradeOptions) (*UpgradeRepo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	t.upgradeMu.Lock() // one upgrade at a time on this handle
+	defer t.upgradeMu.Unlock()
 	st, err := t.Refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -256,6 +258,10 @@ func (t *Table) swapLogs(staging string, n uint64, tail string) (backup, how str
 		}
 		return "", "", fmt.Errorf("%w: upgrade: another writer committed above version %d while the log was converted (stop other writers)", ErrConflict, n)
 	}
+	if !t.holdsLegacyLog(LogDir) {
+		t.removeTreeQuietly(staging)
+		return "", "", fmt.Errorf("%w: upgrade: the log is no longer format 6 (another upgrade finished first)", ErrConflict)
+	}
 	backup, err = t.backupName()
 	if err != nil {
 		return "", "", err
@@ -277,7 +283,7 @@ func (t *Table) swapLogs(staging string, n uint64, tail string) (backup, how str
 		return "", "", storageErr("upgrade: exchange the log with "+staging, err)
 	default:
 		// The old log is now at the staging name.
-		if now, err := t.logTail(staging, n); err != nil || now != tail {
+		if now, err := t.logTail(staging, n); err != nil || now != tail || !t.holdsLegacyLog(staging) {
 			if err := t.fs.Exchange(LogDir, staging); err != nil {
 				return "", "", storageErr("upgrade: undo the exchange after a concurrent commit", err)
 			}

@@ -480,3 +480,41 @@ func TestUpgradeVacuumKeepsBackup(t *testing.T) {
 		t.Fatalf("rows after vacuum %v, want %v", got, exp)
 	}
 }
+
+// Two upgrades of one table through two handles: the one that finishes
+// while the other converts wins; the other fails with ErrConflict before
+// its swap and leaves nothing behind, so there is one backup, the old log.
+func TestUpgradeRacingUpgrades(t *testing.T) {
+	dir, want := copyFormat6(t, "ts_entity")
+	ctx := context.Background()
+	first, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCompact := &CompactOptions{MinSegments: 2, SmallBytes: 1}
+	fsys := hookFS{FS: storage.Local(dir), op: "MkdirAll", before: func() {
+		if _, err := first.Upgrade(ctx, &UpgradeOptions{Compact: noCompact}); err != nil {
+			t.Errorf("the first upgrade: %v", err)
+		}
+	}}
+	second, err := Open(ctx, fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = second.Upgrade(ctx, &UpgradeOptions{Compact: noCompact})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "no longer format 6") {
+		t.Fatalf("the second upgrade: %v, want ErrConflict", err)
+	}
+	staging, _ := filepath.Glob(filepath.Join(dir, UpgradeStagingPrefix+"*"))
+	backups, _ := filepath.Glob(filepath.Join(dir, UpgradeBackupPrefix+"*"))
+	if len(staging) != 0 || len(backups) != 1 {
+		t.Fatalf("staging %v, backups %v; want none and one", staging, backups)
+	}
+	if c, err := os.ReadFile(filepath.Join(backups[0], "0000000001.json")); err != nil || !bytes.Contains(c, []byte(`"format_version":6`)) {
+		t.Fatalf("the backup is not the format-6 log: %v\n%s", err, c)
+	}
+	st, err := second.Refresh(ctx)
+	if err != nil || st.Meta.NeedsUpgrade() || st.Version != want.Version {
+		t.Fatalf("after both: %v, version %d", err, st.Version)
+	}
+}
