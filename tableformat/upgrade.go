@@ -126,7 +126,7 @@ func (t *Table) Upgrade(ctx context.Context, opts *UpgradeOptions) (*UpgradeRepo
 	}
 	if st.Meta.NeedsUpgrade() {
 		rep.LegacyFormat = st.Meta.LegacyFormat
-		if st, err = t.convertLog(ctx, st, rep); err != nil {
+		if err := t.convertLog(ctx, st, rep); err != nil {
 			return nil, err
 		}
 	} else {
@@ -157,14 +157,15 @@ func (t *Table) Upgrade(ctx context.Context, opts *UpgradeOptions) (*UpgradeRepo
 }
 
 // convertLog converts commits 1..st.Version into a staging directory and
-// swaps it in (unless a dry run); it returns the state after the swap.
-func (t *Table) convertLog(ctx context.Context, st *State, rep *UpgradeReport) (*State, error) {
+// swaps it in (unless a dry run), then checks that the handle reads the
+// converted log at the same version.
+func (t *Table) convertLog(ctx context.Context, st *State, rep *UpgradeReport) error {
 	n := st.Version
 	rep.ConvertedCommits = n
 	if rep.DryRun {
 		rep.Steps = append(rep.Steps, UpgradeStep{Step: "convert-log", State: "planned",
 			Detail: fmt.Sprintf("convert %d format-6 commits to protocol %d and keep the old log as %s<time>", n, ProtocolVersion, UpgradeBackupPrefix)})
-		return st, nil
+		return nil
 	}
 	conv := make([][]byte, 0, n)
 	// The commit files above n the log holds now (torn or unreadable
@@ -172,50 +173,50 @@ func (t *Table) convertLog(ctx context.Context, st *State, rep *UpgradeReport) (
 	// is another writer's commit.
 	tail, err := t.logTail(LogDir, n)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if again, err := t.Refresh(ctx); err != nil {
-		return nil, err
+		return err
 	} else if again.Version != n {
-		return nil, fmt.Errorf("%w: upgrade: the table moved from version %d to %d (stop other writers)", ErrConflict, n, again.Version)
+		return fmt.Errorf("%w: upgrade: the table moved from version %d to %d (stop other writers)", ErrConflict, n, again.Version)
 	}
 	for v := uint64(1); v <= n; v++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		data, err := t.fs.ReadFile(CommitPath(v))
 		if err != nil {
-			return nil, storageErr("upgrade: read "+CommitPath(v), err)
+			return storageErr("upgrade: read "+CommitPath(v), err)
 		}
 		if v == n && digestOf(data) != st.digest {
-			return nil, fmt.Errorf("%w: upgrade: commit %d changed while the upgrade read the log (stop other writers)", ErrConflict, n)
+			return fmt.Errorf("%w: upgrade: commit %d changed while the upgrade read the log (stop other writers)", ErrConflict, n)
 		}
 		c, err := convertCommitV6(data)
 		if err != nil {
-			return nil, corruptf(CommitPath(v), v, err, "upgrade: cannot convert the commit")
+			return corruptf(CommitPath(v), v, err, "upgrade: cannot convert the commit")
 		}
 		conv = append(conv, c)
 	}
 	staging := UpgradeStagingPrefix + randomHex()
 	if err := t.writeStaging(staging, conv); err != nil {
 		t.removeTreeQuietly(staging)
-		return nil, err
+		return err
 	}
 	backup, swap, err := t.swapLogs(staging, n, tail)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.Backup, rep.Swap = backup, swap
 	rep.Steps = append(rep.Steps, UpgradeStep{Step: "convert-log", State: "done",
 		Detail: fmt.Sprintf("converted %d format-6 commits to protocol %d; the old log is %s", n, ProtocolVersion, backup)})
 	next, err := t.Refresh(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("upgrade: reopen the converted log: %w", err)
+		return fmt.Errorf("upgrade: reopen the converted log: %w", err)
 	}
 	if next.Meta.NeedsUpgrade() || next.Version != n {
-		return nil, fmt.Errorf("upgrade: the converted log reads as version %d (format %d), want version %d protocol %d", next.Version, legacyOr7(next.Meta), n, ProtocolVersion)
+		return fmt.Errorf("upgrade: the converted log reads as version %d (format %d), want version %d protocol %d", next.Version, legacyOr7(next.Meta), n, ProtocolVersion)
 	}
-	return next, nil
+	return nil
 }
 
 // writeStaging writes the converted commits and CURRENT into dir, each
