@@ -25,7 +25,7 @@ const (
 
 var actionTypes = []*flight.ActionType{
 	{Type: ActionCreateTable, Description: `Create a table. Body: {"table", "index_column", "index_type": "timestamp"|"int64"|"uint64", "granularity": "10s"|"1m"|"1h"|"1d"|integer, "entity_columns": [...], "timezone"}. Result: {"table", "version"}.`},
-	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, schema, index, segments, rows, bytes, created_at, properties.`},
+	{Type: ActionDescribeTable, Description: `Describe a table. Body: {"table"}. Result: version, protocol_version, reader_features, writer_features, format {protocol, legacy_format (6 for a format-6 table), reader_features, writer_features, needs_upgrade}, schema, index, segments, rows, bytes, created_at, properties.`},
 	{Type: ActionCoverage, Description: `Coverage of [start, end). Body: {"table", "start", "end", "entity"?: {column: value}, "version"?}. Result: intervals, identities, expected, covered, ratio.`},
 	{Type: ActionGaps, Description: `Missing runs of [start, end). Body: {"table", "start", "end", "entity"?, "limit"?, "min_window"?, "version"?}. Result: gaps [{start, end, intervals}], truncated, longest, last_covered, missing_intervals.`},
 	{Type: ActionCoverageGrid, Description: `Coverage heat map, entities down and time across. Body: {"table", "start"?, "end"?, "columns"?: 1-4096 (default 200), "rows"?: 1-4096 (default 200), "version"?}. Result: start, end, intervals, identities, entity_columns, edges, column_intervals, rows [{first, last, identities}], covered [[...]].`},
@@ -36,6 +36,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionMaintenance, Description: `Background maintenance (compaction of small segments) status, pause and resume. Body: {"table"?, "paused"?: bool} ({} for every table; "paused" pauses or resumes, for the table or all). Result: enabled, paused_all, tables [{table, enabled, paused, pending, small_segments, small_bytes, min_small_segments, running, runs, merged, last_run, last_error}].`},
 	{Type: ActionCompact, Description: `Merge small segments into large ones sorted by (UTC day of a timestamp index, entity, index), in one commit that replaces them (rows and coverage unchanged; the replaced files stay on disk). Body: {"table", "dry_run"?: false}. Result: table, starting_version, committed_version, dry_run, no_op, retries, groups [{sources, source_bytes, rows, index_min, index_max, outputs, output_bytes}], dropped_groups, remaining, source_segments, output_segments, rows_read, rows_written, bytes_before, bytes_after.`},
 	{Type: ActionRollback, Description: `Give a table back an older version's content in one new commit (history stays: roll back to the version before a rollback to undo it). Refused when the version is expired, a file it needs is gone, columns were added since, or another writer commits meanwhile. Body: {"table", "version", "dry_run"?: false}. Result: table, starting_version, target_version, committed_version, dry_run, no_op, removed, added, rows_before, rows_after, coverage.`},
+	upgradeActionType,
 }
 
 // ListActions describes the actions DoAction accepts.
@@ -126,6 +127,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.rollback(ctx, body)
 	case ActionMaintenance:
 		return s.maintenanceAction(ctx, body)
+	case ActionUpgrade:
+		return s.upgrade(ctx, body)
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
 }

@@ -22,6 +22,18 @@ type indexInfo struct {
 	Timezone      *string  `json:"timezone"`
 }
 
+// formatInfo is the "format" object of describe-table: the protocol, the
+// legacy format a table still has to be upgraded from (absent for protocol
+// 7), the required features and whether the table needs upgrading before
+// it can be written.
+type formatInfo struct {
+	Protocol       uint32   `json:"protocol"`
+	LegacyFormat   uint32   `json:"legacy_format,omitempty"`
+	ReaderFeatures []string `json:"reader_features"`
+	WriterFeatures []string `json:"writer_features"`
+	NeedsUpgrade   bool     `json:"needs_upgrade"`
+}
+
 // tableInfo is the result of describe-table.
 type tableInfo struct {
 	Table           string      `json:"table"`
@@ -29,6 +41,7 @@ type tableInfo struct {
 	ProtocolVersion uint32      `json:"protocol_version"`
 	ReaderFeatures  []string    `json:"reader_features"`
 	WriterFeatures  []string    `json:"writer_features"`
+	Format          formatInfo  `json:"format"`
 	Schema          []fieldInfo `json:"schema"`
 	Index           indexInfo   `json:"index"`
 	Segments        int         `json:"segments"`
@@ -48,7 +61,14 @@ func describe(name string, st *tableformat.State) (*tableInfo, error) {
 		ProtocolVersion: m.Protocol,
 		ReaderFeatures:  append([]string{}, m.ReaderFeatures...),
 		WriterFeatures:  append([]string{}, m.WriterFeatures...),
-		Schema:          []fieldInfo{},
+		Format: formatInfo{
+			Protocol:       m.Protocol,
+			LegacyFormat:   m.LegacyFormat,
+			ReaderFeatures: append([]string{}, m.ReaderFeatures...),
+			WriterFeatures: append([]string{}, m.WriterFeatures...),
+			NeedsUpgrade:   m.NeedsUpgrade(),
+		},
+		Schema: []fieldInfo{},
 		Index: indexInfo{
 			Column:        ix.Column,
 			Type:          string(ix.Kind.Type),

@@ -65,6 +65,7 @@ func TestRoundTrip(t *testing.T) {
 	want := map[string]any{
 		"table": "cpu", "version": 4.0, "protocol_version": 7.0,
 		"reader_features": []any{}, "writer_features": []any{},
+		"format": map[string]any{"protocol": 7.0, "reader_features": []any{}, "writer_features": []any{}, "needs_upgrade": false},
 		"schema": []any{
 			map[string]any{"name": "ts", "type": "timestamp[ns, tz=UTC]", "nullable": false},
 			map[string]any{"name": "hostname", "type": "utf8", "nullable": false},
@@ -153,7 +154,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact, ActionRollback}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact, ActionRollback, ActionUpgrade}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

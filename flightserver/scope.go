@@ -26,7 +26,7 @@ var readMethods = map[string]bool{
 // readActions are the action types that never write. vacuum reads unless
 // its body asks to apply, check unless it asks to repair. Every other
 // action writes: create-table, add-columns, set-properties (a commit),
-// compact.
+// compact, upgrade (both even as a dry run).
 var readActions = map[string]bool{
 	"describe-table": true,
 	"coverage":       true,

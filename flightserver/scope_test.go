@@ -33,6 +33,7 @@ var flightActionWrites = map[string]bool{
 	ActionCheck:         false, // with repair it writes: TestScopeCheckBody
 	ActionCompact:       true,  // a dry run too: it plans a rewrite of the table
 	ActionRollback:      true,  // a dry run too, as compact
+	ActionUpgrade:       true,  // a dry run too, as compact
 	ActionMaintenance:   false, // pausing and resuming write: TestScopeMaintenanceBody
 }
 

@@ -30,7 +30,13 @@ type UpdateTableMeta struct{ Meta TableMeta }
 
 // UpdateTableCoverage points at the table coverage snapshot of this
 // version.
-type UpdateTableCoverage struct{ Coverage CoveragePointer }
+type UpdateTableCoverage struct {
+	Coverage CoveragePointer
+	// Legacy is set when the action was read from a format-6 commit (its
+	// index kind in the bucket spelling). It is never written: writers
+	// always spell protocol 7.
+	Legacy bool
+}
 
 // CoveragePointer names a table coverage snapshot and the index kind it
 // was computed for.
@@ -241,7 +247,7 @@ func decodeCommit(data []byte) (*Commit, error) {
 			if err != nil {
 				return nil, fmt.Errorf("action %d (%s): %w", i, name, err)
 			}
-			if err := u.Coverage.IndexKind.UnmarshalJSON(kraw); err != nil {
+			if u.Legacy, err = u.Coverage.IndexKind.decode(kraw, true); err != nil {
 				return nil, fmt.Errorf("action %d (%s): index_kind: %w", i, name, err)
 			}
 			praw, err := co.need("coverage_path")

@@ -23,6 +23,15 @@ type checkRepair struct {
 // and path of the finding.
 func (r *checkRun) repair(ctx context.Context) map[string]checkRepair {
 	done := map[string]checkRepair{}
+	if r.st != nil && r.st.Meta != nil && r.st.Meta.NeedsUpgrade() {
+		// A format-6 table is read-only: not even CURRENT is written.
+		for _, f := range r.rep.Findings {
+			if f.Repairable {
+				done[f.Code+"\x00"+f.Path] = checkRepair{what: "not repaired: " + r.st.Meta.CheckWrite().Error()}
+			}
+		}
+		return done
+	}
 	var current, table *CheckFinding
 	for i := range r.rep.Findings {
 		f := &r.rep.Findings[i]

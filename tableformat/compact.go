@@ -108,6 +108,10 @@ type CompactOptions struct {
 	// killed; they take about the decoded size of a group's rows beyond
 	// the bound (see CompactReport.SpillBytes).
 	SpillDir string
+
+	// planLegacy lets a dry run plan on a format-6 table (Upgrade's
+	// report of its compaction step, before the log is converted).
+	planLegacy bool
 }
 
 // DefaultCompactOptions returns a fresh CompactOptions with the defaults:
@@ -299,7 +303,7 @@ func (t *Table) Compact(ctx context.Context, opts *CompactOptions) (*CompactRepo
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Meta.CheckWrite(); err != nil {
+	if err := st.Meta.CheckWrite(); err != nil && !(o.DryRun && o.planLegacy && st.Meta.NeedsUpgrade()) {
 		return nil, err
 	}
 	plan, err := t.planCompaction(ctx, st, o)

@@ -26,9 +26,10 @@ var (
 	// header and nothing was written. See [ProtocolError].
 	ErrUnsupported = errors.New("unsupported table protocol or feature")
 
-	// ErrNeedsUpgrade: the table uses a legacy format (metadata with
-	// "format_version", written by timeseries-table-format 0.5 and older)
-	// and must be migrated to protocol 7 first.
+	// ErrNeedsUpgrade: a write on a table in the legacy format 6
+	// (metadata with "format_version", written by timeseries-table-format
+	// 0.5 and older), which is read-only until [Table.Upgrade] converts
+	// it to protocol 7. Nothing was written.
 	ErrNeedsUpgrade = errors.New("table needs upgrading")
 
 	// ErrConflict: a commit lost an optimistic-concurrency race; the table

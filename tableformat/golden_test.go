@@ -57,7 +57,7 @@ func TestGoldenJSON(t *testing.T) {
 			IndexMin: Uint64Value(0), IndexMax: Uint64Value(math.MaxUint64), RowCount: 0,
 		}}, `{"AddSegment":{"path":"data/nvda_1h.parquet","format":"parquet","entity_layout":"Mixed","index_min":{"type":"u_int64","value":0},"index_max":{"type":"u_int64","value":18446744073709551615},"row_count":0}}`, decodeAction},
 		{"remove segment", RemoveSegment{Path: "data/a.parquet"}, `{"RemoveSegment":{"path":"data/a.parquet"}}`, decodeAction},
-		{"update table coverage", UpdateTableCoverage{CoveragePointer{
+		{"update table coverage", UpdateTableCoverage{Coverage: CoveragePointer{
 			IndexKind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Hours, 1}, Timezone: strp("America/New_York")},
 			Path:      "_coverage/table/2-tblcov-c22d29758798efd13d16fafca4c93854-35c18395-b037-407f-81ee-054f4647e1c1.roar",
 		}}, `{"UpdateTableCoverage":{"index_kind":{"type":"timestamp","index_granularity":{"Hours":1},"timezone":"America/New_York"},"coverage_path":"_coverage/table/2-tblcov-c22d29758798efd13d16fafca4c93854-35c18395-b037-407f-81ee-054f4647e1c1.roar"}}`, decodeAction},

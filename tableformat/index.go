@@ -190,24 +190,53 @@ func (k *IndexKind) appendJSON(b []byte) []byte {
 // UnmarshalJSON reads an IndexKind strictly (unknown fields are errors, as
 // in the reference). Legacy v6 spellings are refused with ErrNeedsUpgrade.
 func (k *IndexKind) UnmarshalJSON(data []byte) error {
+	_, err := k.decode(data, false)
+	return err
+}
+
+// decode reads an IndexKind in the protocol-7 spelling or, when
+// allowLegacy is set, in the format-6 one ("bucket" for timestamps,
+// "bucket_width" for integers, the tag "u_int64"); legacy reports which
+// spelling it found. A spelling is all one or all the other.
+func (k *IndexKind) decode(data []byte, allowLegacy bool) (legacy bool, err error) {
 	*k = IndexKind{}
 	o, err := decodeObject(data)
 	if err != nil {
-		return err
+		return false, err
 	}
 	raw, err := o.need("type")
 	if err != nil {
-		return err
+		return false, err
 	}
 	t, err := decodeString(raw)
 	if err != nil {
-		return fmt.Errorf("type: %w", err)
+		return false, fmt.Errorf("type: %w", err)
 	}
-	if o.get("bucket") != nil || o.get("bucket_width") != nil || t == "u_int64" {
-		return fmt.Errorf("%w: index kind uses the legacy format-6 spelling (bucket/bucket_width/u_int64)", ErrNeedsUpgrade)
+	legacy = o.get("bucket") != nil || o.get("bucket_width") != nil || t == "u_int64"
+	if legacy && !allowLegacy {
+		return true, fmt.Errorf("%w: index kind uses the legacy format-6 spelling (bucket/bucket_width/u_int64)", ErrNeedsUpgrade)
+	}
+	return legacy, k.decodeBody(o, t, legacy)
+}
+
+// decodeBody is decode after the spelling is known.
+func (k *IndexKind) decodeBody(o *object, t string, legacy bool) error {
+	granKey := "index_granularity"
+	if legacy {
+		switch t {
+		case "timestamp":
+			granKey = "bucket"
+		case "int64", "u_int64":
+			granKey = "bucket_width"
+		default:
+			return fmt.Errorf("unknown format-6 index type %q", t)
+		}
+		if t == "u_int64" {
+			t = string(IndexUInt64)
+		}
 	}
 	k.Type = IndexType(t)
-	g, err := o.need("index_granularity")
+	g, err := o.need(granKey)
 	if err != nil {
 		return err
 	}
@@ -215,18 +244,18 @@ func (k *IndexKind) UnmarshalJSON(data []byte) error {
 	case IndexTimestamp:
 		go_, err := decodeObject(g)
 		if err != nil {
-			return fmt.Errorf("index_granularity: %w", err)
+			return fmt.Errorf("%s: %w", granKey, err)
 		}
 		unit, n, err := go_.single()
 		if err != nil {
-			return fmt.Errorf("index_granularity: %w", err)
+			return fmt.Errorf("%s: %w", granKey, err)
 		}
 		if _, ok := unitSeconds[TimeUnitName(unit)]; !ok {
-			return fmt.Errorf("index_granularity: unknown unit %q", unit)
+			return fmt.Errorf("%s: unknown unit %q", granKey, unit)
 		}
 		v, err := decodeUint(n, 32)
 		if err != nil {
-			return fmt.Errorf("index_granularity: %w", err)
+			return fmt.Errorf("%s: %w", granKey, err)
 		}
 		k.Time = TimeGranularity{Unit: TimeUnitName(unit), N: uint32(v)}
 		if raw := o.get("timezone"); raw != nil && !isNull(raw) {
@@ -238,7 +267,7 @@ func (k *IndexKind) UnmarshalJSON(data []byte) error {
 		}
 	case IndexInt64, IndexUInt64:
 		if k.Width, err = decodeUint(g, 64); err != nil {
-			return fmt.Errorf("index_granularity: %w", err)
+			return fmt.Errorf("%s: %w", granKey, err)
 		}
 	default:
 		return fmt.Errorf("unknown index type %q", t)
@@ -266,6 +295,12 @@ func (s *IndexSpec) appendJSON(b []byte) []byte {
 // UnmarshalJSON reads an IndexSpec strictly; entity_columns defaults to
 // empty.
 func (s *IndexSpec) UnmarshalJSON(data []byte) error {
+	return s.decode(data, false)
+}
+
+// decode reads an IndexSpec whose kind is in the format-6 spelling when
+// legacy is set and in the protocol-7 one otherwise.
+func (s *IndexSpec) decode(data []byte, legacy bool) error {
 	*s = IndexSpec{}
 	o, err := decodeObject(data)
 	if err != nil {
@@ -287,8 +322,12 @@ func (s *IndexSpec) UnmarshalJSON(data []byte) error {
 	if raw, err = o.need("kind"); err != nil {
 		return err
 	}
-	if err := s.Kind.UnmarshalJSON(raw); err != nil {
+	found, err := s.Kind.decode(raw, legacy)
+	if err != nil {
 		return fmt.Errorf("kind: %w", err)
+	}
+	if legacy && !found {
+		return fmt.Errorf("kind: format-6 metadata with an index kind in the protocol-7 spelling (index_granularity)")
 	}
 	return o.unknown()
 }

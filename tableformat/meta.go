@@ -51,7 +51,24 @@ type TableMeta struct {
 	// on disk.
 	ReaderFeatures []string
 	WriterFeatures []string
+	// LegacyFormat is 6 for metadata read from a format-6 table
+	// (timeseries-table-format 0.5 and older: "format_version": 6 and the
+	// bucket spellings of the index kind) and 0 for protocol-7 metadata.
+	// Such metadata is held as its protocol-7 equivalent (Protocol 7, no
+	// features), which is what upgrading writes; the table is read-only
+	// until then (CheckWrite refuses it).
+	LegacyFormat uint32
 }
+
+// LegacyFormatVersion is the only legacy format this package reads.
+const LegacyFormatVersion = 6
+
+// NeedsUpgrade reports whether the metadata came from a legacy (format-6)
+// table that must be upgraded before it can be written.
+func (m *TableMeta) NeedsUpgrade() bool { return m.LegacyFormat != 0 }
+
+// upgradeHint is what every refused write on a format-6 table says.
+const upgradeHint = "this is a format-6 table (timeseries-table-format 0.5 or older), read-only until it is upgraded: run `tsflight upgrade TABLE` (or the Flight action \"upgrade\")"
 
 // Clone returns a deep-enough copy for building a replacement: slices and
 // the spec are copied, the schema is shared (schemas are never mutated in
@@ -131,6 +148,9 @@ func (m *TableMeta) CheckRead() error {
 // writer feature supported. Every mutation runs it before it reads its
 // input or creates any file.
 func (m *TableMeta) CheckWrite() error {
+	if m.NeedsUpgrade() {
+		return fmt.Errorf("%w: %s", ErrNeedsUpgrade, upgradeHint)
+	}
 	if err := m.CheckRead(); err != nil {
 		return err
 	}
@@ -200,6 +220,9 @@ func checkSchemaMatchesIndex(s *Schema, ix *IndexSpec) error {
 // is never removed, and a changed schema is the old one plus nullable
 // top-level columns with schema_add_columns declared.
 func checkTransition(prev, next *TableMeta) error {
+	if prev.LegacyFormat != next.LegacyFormat {
+		return &ProtocolError{corrupt: true, Reason: fmt.Sprintf("the log mixes format-6 and protocol-7 metadata (format %d, then %d)", legacyOr7(prev), legacyOr7(next))}
+	}
 	if next.Protocol < prev.Protocol {
 		return &ProtocolError{corrupt: true, Reason: fmt.Sprintf("protocol version decreased from %d to %d", prev.Protocol, next.Protocol)}
 	}
@@ -238,6 +261,14 @@ func checkTransition(prev, next *TableMeta) error {
 		return fmt.Errorf("columns were added without declaring reader feature %q", FeatureSchemaAddColumns)
 	}
 	return nil
+}
+
+// legacyOr7 names the format of m for messages.
+func legacyOr7(m *TableMeta) uint32 {
+	if m.LegacyFormat != 0 {
+		return m.LegacyFormat
+	}
+	return m.Protocol
 }
 
 func (s *IndexSpec) equal(o *IndexSpec) bool {
@@ -286,19 +317,57 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// UnmarshalJSON reads protocol-7 metadata. Unknown extra keys are ignored,
-// except "format_version", the mark of legacy (format 6) metadata, which is
-// refused with ErrNeedsUpgrade. The protocol version is checked before
-// anything else is decoded.
+// UnmarshalJSON reads protocol-7 metadata, or format-6 metadata (the
+// field "format_version": 6 instead of the three protocol fields, and the
+// index kind in the bucket spelling), which it holds as its protocol-7
+// equivalent with LegacyFormat 6. Unknown extra keys are ignored. The
+// protocol version is checked before anything else is decoded.
 func (m *TableMeta) UnmarshalJSON(data []byte) error {
 	*m = TableMeta{}
 	o, err := decodeObject(data)
 	if err != nil {
 		return err
 	}
-	if o.get("format_version") != nil {
-		return fmt.Errorf("%w: metadata has the legacy field \"format_version\" (a format-6 table from timeseries-table-format 0.5 or older); migrate it to protocol %d first", ErrNeedsUpgrade, ProtocolVersion)
+	legacy := false
+	if raw := o.get("format_version"); raw != nil {
+		if err := m.decodeLegacyHeader(o, raw); err != nil {
+			return err
+		}
+		legacy = true
+	} else if err := m.decodeHeader(o); err != nil {
+		return err
 	}
+	if err := m.decodePayload(o, legacy); err != nil {
+		return err
+	}
+	return nil
+}
+
+// decodeLegacyHeader reads the header of format-6 metadata: format_version
+// must be exactly 6 and none of the protocol-7 fields may be present.
+func (m *TableMeta) decodeLegacyHeader(o *object, raw []byte) error {
+	fv, err := decodeUint(raw, 32)
+	if err != nil {
+		return fmt.Errorf("format_version: %w", err)
+	}
+	if fv != LegacyFormatVersion {
+		return &ProtocolError{Reason: fmt.Sprintf("legacy format_version %d (this build reads format %d and protocol %d)", fv, LegacyFormatVersion, ProtocolVersion)}
+	}
+	for _, k := range []string{"protocol_version", "required_reader_features", "required_writer_features"} {
+		if o.get(k) != nil {
+			return &ProtocolError{corrupt: true, Reason: fmt.Sprintf("metadata has both the legacy field \"format_version\" and %q", k)}
+		}
+	}
+	m.Protocol = ProtocolVersion
+	m.ReaderFeatures = []string{}
+	m.WriterFeatures = []string{}
+	m.LegacyFormat = LegacyFormatVersion
+	return nil
+}
+
+// decodeHeader reads the protocol-7 compatibility header and refuses
+// unsupported reader features before the payload is interpreted.
+func (m *TableMeta) decodeHeader(o *object) error {
 	raw, err := o.need("protocol_version")
 	if err != nil {
 		return err
@@ -337,6 +406,14 @@ func (m *TableMeta) UnmarshalJSON(data []byte) error {
 	if u := unsupported(m.ReaderFeatures, supportedReaderFeatures); len(u) > 0 {
 		return &ProtocolError{Reason: "the table requires reader features this build does not support", Features: u}
 	}
+	return nil
+}
+
+// decodePayload reads kind, logical_schema and created_at; legacy selects
+// the format-6 spelling of the index kind.
+func (m *TableMeta) decodePayload(o *object, legacy bool) error {
+	var raw []byte
+	var err error
 	if raw, err = o.need("kind"); err != nil {
 		return err
 	}
@@ -357,7 +434,7 @@ func (m *TableMeta) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("kind: unknown table kind %q", name)
 		}
 		m.Index = new(IndexSpec)
-		if err := m.Index.UnmarshalJSON(body); err != nil {
+		if err := m.Index.decode(body, legacy); err != nil {
 			return fmt.Errorf("kind: TimeSeries: %w", err)
 		}
 	}

@@ -24,6 +24,9 @@ func metaJSON(protocol int, reader, writer string, schema string, extra string) 
 		schema, protocol, reader, writer, extra)
 }
 
+// v6Meta is format-6 metadata (timeseries-table-format 0.4.0's spelling).
+const v6Meta = `{"UpdateTableMeta":{"kind":{"TimeSeries":{"column":"ts","entity_columns":["host"],"kind":{"type":"timestamp","bucket":{"Hours":1}}}},"logical_schema":null,"created_at":"2026-01-01T00:00:00Z","format_version":6}}`
+
 const testSchema = `{"columns":[{"name":"ts","data_type":{"Timestamp":{"unit":"Nanos","timezone":"UTC"}},"nullable":false},{"name":"host","data_type":"Utf8","nullable":false},{"name":"v","data_type":"Int64","nullable":true}]}`
 
 func segJSON(path string) string {
@@ -120,7 +123,15 @@ func TestOpenRefuses(t *testing.T) {
 		{"unknown reader feature checked before the schema", "1", []string{commitJSON(1, metaJSON(7, `["time_travel"]`, "[]", `{"columns":[{"name":"ts","data_type":"Float16","nullable":false}]}`, ""))}, ErrUnsupported, "time_travel"},
 		{"protocol 6", "1", []string{commitJSON(1, metaJSON(6, "[]", "[]", "", ""))}, ErrUnsupported, "protocol version 6"},
 		{"protocol 8", "1", []string{commitJSON(1, metaJSON(8, "[]", "[]", "", ""))}, ErrUnsupported, "protocol version 8"},
-		{"format_version", "1", []string{commitJSON(1, `{"UpdateTableMeta":{"kind":{"TimeSeries":{"column":"ts","entity_columns":[],"kind":{"type":"timestamp","bucket":{"Hours":1}}}},"logical_schema":null,"created_at":"2026-01-01T00:00:00Z","format_version":6}}`)}, ErrNeedsUpgrade, "format_version"},
+		// Format 6 opens (read-only, format6_test.go); these are not format 6.
+		{"format_version 5", "1", []string{commitJSON(1, strings.Replace(v6Meta, `"format_version":6`, `"format_version":5`, 1))}, ErrUnsupported, "legacy format_version 5"},
+		{"format_version and protocol_version", "1", []string{commitJSON(1, metaJSON(7, "[]", "[]", "", `,"format_version":6`))}, ErrCorrupt, `both the legacy field "format_version" and "protocol_version"`},
+		{"format 6 with the protocol-7 index kind", "1", []string{commitJSON(1, strings.Replace(v6Meta, `"bucket"`, `"index_granularity"`, 1))}, ErrCorrupt, "protocol-7 spelling"},
+		{"format 6 with a bucket_width timestamp kind", "1", []string{commitJSON(1, strings.Replace(v6Meta, `"bucket"`, `"bucket_width"`, 1))}, ErrCorrupt, `missing field "bucket"`},
+		{"unknown format-6 index type", "1", []string{commitJSON(1, strings.Replace(v6Meta, `"type":"timestamp","bucket"`, `"type":"float","bucket"`, 1))}, ErrCorrupt, `unknown format-6 index type "float"`},
+		{"format-6 metadata after protocol 7", "2", []string{createOK, commitJSON(2, strings.Replace(v6Meta, `{"Hours":1}`, `{"Seconds":10}`, 1))}, ErrCorrupt, "mixes format-6 and protocol-7"},
+		{"format-6 coverage kind in a protocol-7 table", "2", []string{createOK, commitJSON(2, `{"UpdateTableCoverage":{"index_kind":{"type":"timestamp","bucket":{"Seconds":10}},"coverage_path":"_coverage/table/2-x.roar"}}`)}, ErrCorrupt, "not spelled in the table's format"},
+		{"protocol-7 coverage kind in a format-6 table", "2", []string{commitJSON(1, v6Meta), commitJSON(2, `{"UpdateTableCoverage":{"index_kind":{"type":"timestamp","index_granularity":{"Hours":1}},"coverage_path":"_coverage/table/2-x.roar"}}`)}, ErrCorrupt, "not spelled in the table's format"},
 		{"removed reader feature", "2", []string{commitJSON(1, metaJSON(7, `["schema_metadata"]`, `["schema_metadata"]`, "", "")), commitJSON(2, metaJSON(7, "[]", `["schema_metadata"]`, "", ""))}, ErrCorrupt, "reader features were removed: schema_metadata"},
 		{"removed writer feature", "2", []string{commitJSON(1, metaJSON(7, `["schema_metadata"]`, `["schema_metadata"]`, "", "")), commitJSON(2, metaJSON(7, `["schema_metadata"]`, "[]", "", ""))}, ErrCorrupt, "writer features were removed: schema_metadata"},
 		{"bad feature name", "1", []string{commitJSON(1, metaJSON(7, `["Schema-Metadata"]`, "[]", "", ""))}, ErrCorrupt, `"Schema-Metadata" does not match`},

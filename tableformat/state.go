@@ -169,6 +169,9 @@ func (s *State) applyCommit(c *Commit, path string, owned bool) (*State, error) 
 			if err := ValidatePath(a.Coverage.Path); err != nil {
 				return nil, corruptf(path, c.Version, err, "action %d: UpdateTableCoverage", i)
 			}
+			if next.Meta != nil && a.Legacy != next.Meta.NeedsUpgrade() {
+				return nil, corruptf(path, c.Version, nil, "action %d: UpdateTableCoverage: the index kind is not spelled in the table's format (format %d)", i, legacyOr7(next.Meta))
+			}
 			p := a.Coverage
 			next.Coverage = &p
 			next.CoverageVersion = c.Version
@@ -252,6 +255,7 @@ func (s *State) validate(check []int) error {
 	if s.Coverage != nil && !s.Coverage.IndexKind.Equal(ix.Kind) {
 		return fmt.Errorf("coverage pointer index kind does not match the table's index kind")
 	}
+
 	if len(s.Segments) > 0 && s.Meta.Schema == nil {
 		return fmt.Errorf("the table has segments but no logical schema")
 	}

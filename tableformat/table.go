@@ -25,6 +25,8 @@ type Table struct {
 	mu    sync.Mutex // serializes commits and refreshes
 	state *State     // replaced, never mutated
 
+	upgradeMu sync.Mutex // serializes Upgrade calls (upgrade.go)
+
 	covCache coverageCache
 	newest   newestCache // per-sidecar newest interval per identity
 	union    unionMarker // the segment-union marker is known to exist
@@ -172,7 +174,7 @@ func (t *Table) refreshLocked(ctx context.Context) (*State, error) {
 		}
 	}
 	t.state = st
-	if rolled > 0 && !t.opts.ReadOnly {
+	if rolled > 0 && !t.opts.ReadOnly && !st.Meta.NeedsUpgrade() { // a format-6 table is read-only
 		if err := t.log.publishCurrent(st.Version); err != nil {
 			t.opts.logger().Warn("could not roll CURRENT forward", "version", st.Version, "error", err)
 		} else {

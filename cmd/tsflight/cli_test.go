@@ -323,6 +323,7 @@ var cliCommands = [][]string{
 	{"check", cliTable},
 	{"compact", "--dry-run", cliTable},
 	{"rollback", "--dry-run", cliTable, "2"},
+	{"upgrade", "--dry-run", cliTable},
 	{"set-properties", cliTable, "owner=ops"},
 }
 

@@ -36,7 +36,11 @@ type tableDescription struct {
 	ProtocolVersion int      `json:"protocol_version"`
 	ReaderFeatures  []string `json:"reader_features"`
 	WriterFeatures  []string `json:"writer_features"`
-	Schema          []struct {
+	Format          struct {
+		LegacyFormat int  `json:"legacy_format"`
+		NeedsUpgrade bool `json:"needs_upgrade"`
+	} `json:"format"`
+	Schema []struct {
 		Name     string `json:"name"`
 		Type     string `json:"type"`
 		Nullable bool   `json:"nullable"`
@@ -125,6 +129,9 @@ func (d *tableDescription) print(w io.Writer) error {
 		[2]string{"created", d.CreatedAt},
 		[2]string{"protocol", fmt.Sprintf("%d (reader features: %s; writer features: %s)", d.ProtocolVersion, features(d.ReaderFeatures), features(d.WriterFeatures))},
 	)
+	if d.Format.NeedsUpgrade {
+		lines = append(lines, [2]string{"format", fmt.Sprintf("%d, read-only until upgraded: tsflight upgrade %s", d.Format.LegacyFormat, d.Table)})
+	}
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%-9s %s\n", l[0], l[1])

@@ -28,6 +28,7 @@ const (
 	OpList
 	OpMkdirAll
 	OpSyncDir
+	OpExchange
 )
 
 var opNames = [...]string{
@@ -45,6 +46,7 @@ var opNames = [...]string{
 	OpList:            "List",
 	OpMkdirAll:        "MkdirAll",
 	OpSyncDir:         "SyncDir",
+	OpExchange:        "Exchange",
 }
 
 // String returns the name of the method, such as "Rename".
@@ -330,6 +332,14 @@ func (f *FaultFS) Link(oldname, newname string) error {
 func (f *FaultFS) Rename(oldname, newname string) error {
 	_, err := f.do(Event{Op: OpRename, Name: oldname, Name2: newname}, func() error {
 		return f.inner.Rename(oldname, newname)
+	})
+	return err
+}
+
+// Exchange implements [FS].
+func (f *FaultFS) Exchange(a, b string) error {
+	_, err := f.do(Event{Op: OpExchange, Name: a, Name2: b}, func() error {
+		return f.inner.Exchange(a, b)
 	})
 	return err
 }

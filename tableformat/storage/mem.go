@@ -296,6 +296,55 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Exchange implements [FS]: the two entries swap nodes. For directories
+// the swap is durable at once (as a directory rename is); for files only
+// after SyncDir of the parents.
+func (m *MemFS) Exchange(a, b string) error {
+	if err := checkPath("exchange", a); err != nil {
+		return err
+	}
+	if err := checkPath("exchange", b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fail := func(err error) error {
+		return &os.LinkError{Op: "exchange", Old: a, New: b, Err: err}
+	}
+	if a == "." || b == "." {
+		return fail(errRoot)
+	}
+	if strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/") {
+		return fail(errIntoSelf)
+	}
+	adir, abase, err := m.parent("exchange", a, false)
+	if err != nil {
+		return err
+	}
+	bdir, bbase, err := m.parent("exchange", b, false)
+	if err != nil {
+		return err
+	}
+	na, ok := adir.live[abase]
+	if !ok {
+		return pathErr("exchange", a, fs.ErrNotExist)
+	}
+	nb, ok := bdir.live[bbase]
+	if !ok {
+		return pathErr("exchange", b, fs.ErrNotExist)
+	}
+	if na.isDir != nb.isDir {
+		return fail(errNotDir)
+	}
+	adir.live[abase], bdir.live[bbase] = nb, na
+	if na.isDir {
+		adir.durable[abase], bdir.durable[bbase] = nb, na
+	}
+	now := time.Now()
+	adir.modTime, bdir.modTime = now, now
+	return nil
+}
+
 // Remove implements [FS]. Like os.Remove it removes an empty directory too;
 // that removal is durable at once and takes along any durable entries the
 // directory still had.

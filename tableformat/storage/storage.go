@@ -39,6 +39,14 @@ type FS interface {
 	// Rename moves oldname to newname, replacing newname atomically if it
 	// exists.
 	Rename(oldname, newname string) error
+	// Exchange swaps the entries a and b, which must both exist, in one
+	// atomic step (Linux renameat2 with RENAME_EXCHANGE): after it, a names
+	// what b named and b what a named, and no moment exists where either
+	// name is missing. Both must be directories or both files. It fails
+	// with an error wrapping [ErrExchangeUnsupported] when the file system
+	// cannot do it, and then changes nothing. Like Rename, it is durable
+	// only after SyncDir of the parents.
+	Exchange(a, b string) error
 	// Remove deletes the file name.
 	Remove(name string) error
 	// List returns the names (not paths) of the entries directly inside
@@ -82,6 +90,10 @@ type FileInfo struct {
 
 // ErrInvalidPath is returned for a path that [io/fs.ValidPath] rejects.
 var ErrInvalidPath = errors.New("storage: invalid path")
+
+// ErrExchangeUnsupported is wrapped by [FS.Exchange] when the file system
+// cannot exchange two names atomically.
+var ErrExchangeUnsupported = errors.New("storage: atomic exchange is not supported by this file system")
 
 // ErrCrashed is returned by every call on a [FaultFS] after an injected
 // crash: the simulated process is gone, and nothing it does reaches storage.

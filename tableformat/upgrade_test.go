@@ -1,0 +1,375 @@
+package tableformat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// v6Oracle converts a commit the way the fixtures need it, by plain text
+// substitution on serde's compact output (independent of the converter):
+// format_version becomes the protocol-7 header in place, bucket and
+// bucket_width become index_granularity, and the index kind's tag u_int64
+// becomes uint64 (index values keep their tag "u_int64" in protocol 7).
+func v6Oracle(b []byte) []byte {
+	b = bytes.ReplaceAll(b, []byte(`"format_version":6`), []byte(`"protocol_version":7,"required_reader_features":[],"required_writer_features":[]`))
+	b = bytes.ReplaceAll(b, []byte(`"bucket_width":`), []byte(`"index_granularity":`))
+	b = bytes.ReplaceAll(b, []byte(`"bucket":`), []byte(`"index_granularity":`))
+	return bytes.ReplaceAll(b, []byte(`"type":"u_int64","index_granularity"`), []byte(`"type":"uint64","index_granularity"`))
+}
+
+// py09 runs testdata/format6/interop09.py with timeseries-table-format
+// 0.9.0 and decodes its JSON output ("" py: not installed, skipped).
+func py09(t *testing.T, py string, out any, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("..", "testdata", "format6", "interop09.py")}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("interop09.py %s: %v\n%s", args[0], err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("interop09.py output %q: %v", b, err)
+	}
+}
+
+// rowLines renders rows (from JSON) as rowsJSON does.
+func rowLines(t *testing.T, rows []map[string]any) []string {
+	return expectedRowsJSON(t, &format6Expected{Rows: rows})
+}
+
+// newRowFor is a row in an interval no fixture covers.
+func newRowFor(name string) map[string]any {
+	switch name {
+	case "ts_entity":
+		return map[string]any{"ts": json.Number("1717560000000"), "symbol": "NVDA", "close": 1.5} // 2024-06-05
+	case "int64":
+		return map[string]any{"k": json.Number("500"), "v": 3.0}
+	default:
+		return map[string]any{"k": json.Number("1000"), "v": 4.0}
+	}
+}
+
+// TestUpgradeFormat6: for each fixture, the dry run writes nothing and
+// plans the conversion of every commit; the upgrade converts the log
+// exactly by the reference's rules, keeps the old log as the backup, does
+// not touch data files or sidecars, compacts, and leaves a table that
+// tsflight and timeseries-table-format 0.9.0 read with the same rows and
+// that both can append to.
+func TestUpgradeFormat6(t *testing.T) {
+	py := crashPython(t)
+	for _, c := range format6Cases() {
+		name := c.name
+		t.Run(c.String(), func(t *testing.T) {
+			dir, want := copyFormat6From(t, c.set, name)
+			ctx := context.Background()
+			before := treeDigests(t, dir)
+			tb, err := Open(ctx, storage.Local(dir), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !dry.DryRun || dry.ConvertedCommits != want.Version || dry.LegacyFormat != 6 || len(dry.Steps) != 2 || dry.Steps[0].State != "planned" || dry.Backup != "" {
+				t.Fatalf("dry run report %+v", dry)
+			}
+			if dry.Compact == nil || (dry.Steps[1].State == "planned") == dry.Compact.NoOp {
+				t.Fatalf("dry run compaction step %+v, report %+v", dry.Steps[1], dry.Compact)
+			}
+			sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+
+			rep, err := tb.Upgrade(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compacted := uint64(0)
+			if !dry.Compact.NoOp {
+				compacted = 1
+			}
+			if rep.ConvertedCommits != want.Version || rep.Swap != "exchange" || !strings.HasPrefix(rep.Backup, UpgradeBackupPrefix) || rep.Compact == nil || rep.Compact.NoOp != dry.Compact.NoOp || rep.CommittedVersion != want.Version+compacted {
+				t.Fatalf("report %+v (dry run %+v)", rep, dry)
+			}
+			after := treeDigests(t, dir)
+			for p, d := range before {
+				if rel, ok := strings.CutPrefix(p, LogDir+"/"); ok {
+					// The old log is the backup, byte for byte.
+					if after[rep.Backup+"/"+rel] != d {
+						t.Errorf("backup %s/%s differs from the old %s", rep.Backup, rel, p)
+					}
+					continue
+				}
+				if after[p] != d {
+					t.Errorf("%s changed: data files and sidecars must stay as they were", p)
+				}
+			}
+			for v := uint64(1); v <= want.Version; v++ {
+				old, err := os.ReadFile(filepath.Join(dir, rep.Backup, filepath.Base(CommitPath(v))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(filepath.Join(dir, CommitPath(v)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, v6Oracle(old)) {
+					t.Errorf("commit %d converted to\n%s\nwant\n%s", v, got, v6Oracle(old))
+				}
+			}
+			st := tb.State()
+			if st.Meta.NeedsUpgrade() || st.Version != want.Version+compacted {
+				t.Fatalf("after upgrade: version %d legacy %d", st.Version, st.Meta.LegacyFormat)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			exp := expectedRowsJSON(t, want)
+			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+				t.Fatalf("rows after upgrade:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
+			}
+			if py == "" {
+				return
+			}
+			var res struct {
+				Version uint64           `json:"version"`
+				Rows    []map[string]any `json:"rows"`
+			}
+			py09(t, py, &res, "rows", dir)
+			if res.Version != st.Version || strings.Join(rowLines(t, res.Rows), "\n") != strings.Join(exp, "\n") {
+				t.Fatalf("0.9.0 reads version %d rows\n%s\nwant version %d rows\n%s", res.Version, strings.Join(rowLines(t, res.Rows), "\n"), st.Version, strings.Join(exp, "\n"))
+			}
+			row := newRowFor(name)
+			rowJSON, _ := json.Marshal(row)
+			var app struct {
+				Version uint64 `json:"version"`
+			}
+			py09(t, py, &app, "append", dir, string(rowJSON))
+			if app.Version != st.Version+1 {
+				t.Fatalf("0.9.0 appended version %d, want %d", app.Version, st.Version+1)
+			}
+			if _, err := tb.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			exp2 := append(rowLines(t, append(want.Rows, row)), []string{}...)
+			sort.Strings(exp2)
+			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp2, "\n") {
+				t.Fatalf("tsflight after the 0.9.0 append:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp2, "\n"))
+			}
+		})
+	}
+}
+
+// A handle opened on the format-6 table before another handle upgraded it
+// notices the swap (commit 1 changed) and can write afterwards.
+func TestUpgradeOtherHandleNotices(t *testing.T) {
+	dir, want := copyFormat6(t, "int64")
+	ctx := context.Background()
+	h1, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h1.Upgrade(ctx, &UpgradeOptions{Compact: &CompactOptions{MinSegments: 2, SmallBytes: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// SmallBytes 1: nothing is small, so no compaction commit.
+	st, err := h2.Refresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Meta.NeedsUpgrade() || st.Version != want.Version {
+		t.Fatalf("other handle: version %d legacy %d", st.Version, st.Meta.LegacyFormat)
+	}
+	if _, err := h2.AddColumns(ctx, []Field{{Name: "extra", Type: DataType{Kind: TypeFloat64}, Nullable: true}}); err != nil {
+		t.Fatalf("write through the other handle after the upgrade: %v", err)
+	}
+}
+
+// An already protocol-7 table: nothing is converted and no backup made;
+// the second upgrade has nothing to compact either.
+func TestUpgradeProtocol7(t *testing.T) {
+	dir := t.TempDir()
+	tb := rpBuild(t, dir, "h1", 1, 100, 200)
+	before := treeDigests(t, dir)
+	ctx := context.Background()
+	dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.ConvertedCommits != 0 || dry.Steps[0].State != "not-needed" || dry.Compact.NoOp {
+		t.Fatalf("dry run %+v", dry)
+	}
+	sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+	rep, err := tb.Upgrade(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ConvertedCommits != 0 || rep.Backup != "" || rep.Compact.NoOp || rep.CommittedVersion != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	again, err := tb.Upgrade(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Compact.NoOp || again.CommittedVersion != 5 || again.Steps[1].State != "not-needed" {
+		t.Fatalf("second upgrade %+v", again)
+	}
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), LogDir+".") {
+			t.Errorf("upgrade of a protocol-7 table left %s", n.Name())
+		}
+	}
+}
+
+// Leftovers: an unfinished staging directory is removed; one holding a
+// swapped-out format-6 log (a crash between the exchange and the rename)
+// becomes a backup. A dry run only reports them.
+func TestUpgradeLeftovers(t *testing.T) {
+	dir, _ := copyFormat6(t, "uint64")
+	ctx := context.Background()
+	stale := filepath.Join(dir, UpgradeStagingPrefix+"0123456789abcdef")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "0000000001.json"), []byte(`{"version":1,"ba`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swapped := UpgradeStagingPrefix + "fedcba9876543210"
+	rpCopy(t, filepath.Join(dir, LogDir), filepath.Join(dir, swapped))
+	tb, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeDigests(t, dir)
+	dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dry.Leftovers) != fmt.Sprint([]string{filepath.Base(stale)}) || fmt.Sprint(dry.LeftoverBackups) != fmt.Sprint([]string{swapped}) {
+		t.Fatalf("dry run leftovers %v, backups %v", dry.Leftovers, dry.LeftoverBackups)
+	}
+	sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+	if _, err := tb.Upgrade(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale staging directory still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, swapped)); !os.IsNotExist(err) {
+		t.Errorf("swapped-out log kept its staging name: %v", err)
+	}
+	backups, _ := filepath.Glob(filepath.Join(dir, UpgradeBackupPrefix+"*"))
+	if len(backups) != 2 {
+		t.Fatalf("backups %v, want the recovered one and this upgrade's", backups)
+	}
+}
+
+// On a file system without an atomic exchange the logs are swapped with
+// two renames, with the same result.
+func TestUpgradeRenameFallback(t *testing.T) {
+	dir, want := copyFormat6(t, "ts_entity")
+	ctx := context.Background()
+	ffs := storage.NewFaultFS(storage.Local(dir))
+	ffs.Inject(storage.Fault{Op: storage.OpExchange, Err: storage.ErrExchangeUnsupported})
+	tb, err := Open(ctx, ffs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tb.Upgrade(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Swap != "rename" || rep.ConvertedCommits != want.Version {
+		t.Fatalf("report %+v", rep)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	if got, exp := rowsJSON(t, tb, mem), expectedRowsJSON(t, want); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("rows %v, want %v", got, exp)
+	}
+}
+
+// Bad compact options are refused before anything is written.
+func TestUpgradeBadOptions(t *testing.T) {
+	dir, _ := copyFormat6(t, "int64")
+	before := treeDigests(t, dir)
+	tb, err := Open(context.Background(), storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Upgrade(context.Background(), &UpgradeOptions{Compact: &CompactOptions{TargetBytes: -1}})
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "TargetBytes") {
+		t.Fatalf("upgrade: %v, want ErrInvalidInput naming TargetBytes", err)
+	}
+	sameDigests(t, "after refused options", treeDigests(t, dir), before)
+}
+
+// Vacuum never touches the backup of the old log (nor a staging
+// directory): it walks data/, _coverage/ and the log only.
+func TestUpgradeVacuumKeepsBackup(t *testing.T) {
+	dir, want := copyFormat6(t, "ts_entity")
+	ctx := context.Background()
+	tb, err := Open(ctx, storage.Local(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tb.Upgrade(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(dir, UpgradeStagingPrefix+"00000000000000aa")
+	if err := os.MkdirAll(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stray, "CURRENT"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var backup []string
+	for p, d := range treeDigests(t, dir) {
+		if strings.HasPrefix(p, rep.Backup+"/") || strings.HasPrefix(p, filepath.Base(stray)+"/") {
+			backup = append(backup, p+" "+d)
+		}
+	}
+	zero := time.Duration(0)
+	vrep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), KeepSnapshots: &zero, Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vrep.Artifacts) == 0 {
+		t.Fatal("vacuum found nothing to consider: the test proves nothing")
+	}
+	after := treeDigests(t, dir)
+	for _, b := range backup {
+		p, d, _ := strings.Cut(b, " ")
+		if after[p] != d {
+			t.Errorf("vacuum changed or removed %s", p)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	if got, exp := rowsJSON(t, tb, mem), expectedRowsJSON(t, want); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("rows after vacuum %v, want %v", got, exp)
+	}
+}
