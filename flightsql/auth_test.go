@@ -359,6 +359,8 @@ var sqlActionWrites = map[string]bool{
 	flightserver.ActionVacuum:        false,
 	flightserver.ActionCheck:         false,
 	flightserver.ActionCompact:       true,
+	flightserver.ActionRollback:      true, // a dry run too, as compact
+	flightserver.ActionUpgrade:       true, // a dry run too, as compact
 	flightserver.ActionMaintenance:   false,
 	// Flight SQL: statements and sessions change no table
 	flightsql.CreatePreparedStatementActionType:     false,
