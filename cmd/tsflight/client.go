@@ -331,3 +331,26 @@ func codeName(c codes.Code) string {
 	}
 	return strings.ToLower(b.String())
 }
+
+// actionCommand sends one action for a command and prints its answer as
+// the output flags ask: json is the server's answer as it came, csv the
+// rows of grid, the table format what print writes.
+func actionCommand[R any](ctx context.Context, e *env, server *serverFlags, out *outputFlags, action string, req map[string]any,
+	grid func(R) *grid, print func(io.Writer, R) error) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
+		var res R
+		raw, err := c.action(ctx, action, req, &res)
+		if err != nil {
+			return err
+		}
+		return out.emit(e, func(w io.Writer) error {
+			switch out.format.value {
+			case formatJSON:
+				return writeRawJSON(w, raw)
+			case formatCSV:
+				return grid(res).writeCSV(w)
+			}
+			return print(w, res)
+		})
+	})
+}

@@ -55,22 +55,9 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 	if dryRun {
 		req["dry_run"] = true
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res flightserver.CompactResult
-		raw, err := c.action(ctx, flightserver.ActionCompact, req, &res)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				return compactGrid(res, false, true).writeCSV(w)
-			}
-			return printCompact(w, res, out.maxRows)
-		})
-	})
+	return actionCommand(ctx, e, server, out, flightserver.ActionCompact, req,
+		func(res flightserver.CompactResult) *grid { return compactGrid(res, false, true) },
+		func(w io.Writer, res flightserver.CompactResult) error { return printCompact(w, res, out.maxRows) })
 }
 
 // compactGrid has one row per group; human writes sizes for people, and

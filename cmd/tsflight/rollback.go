@@ -77,22 +77,7 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 	if dryRun {
 		req["dry_run"] = true
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res flightserver.RollbackResult
-		raw, err := c.action(ctx, flightserver.ActionRollback, req, &res)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				return rollbackGrid(res).writeCSV(w)
-			}
-			return printRollback(w, res)
-		})
-	})
+	return actionCommand(ctx, e, server, out, flightserver.ActionRollback, req, rollbackGrid, printRollback)
 }
 
 // rollbackGrid has one row per segment the rollback removes or adds.

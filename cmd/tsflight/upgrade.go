@@ -57,22 +57,7 @@ func runUpgrade(ctx context.Context, e *env, args []string) error {
 	if dryRun {
 		req["dry_run"] = true
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res flightserver.UpgradeResult
-		raw, err := c.action(ctx, flightserver.ActionUpgrade, req, &res)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				return upgradeGrid(res).writeCSV(w)
-			}
-			return printUpgrade(w, res)
-		})
-	})
+	return actionCommand(ctx, e, server, out, flightserver.ActionUpgrade, req, upgradeGrid, printUpgrade)
 }
 
 // upgradeGrid has one row per step.
