@@ -4,11 +4,12 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // DoGet streams the rows of one endpoint of a planned scan in batches of
@@ -170,33 +171,10 @@ func BatchBytes(rec arrow.RecordBatch) int {
 }
 
 // ConcatBatches copies batches of one schema into one batch allocated from
-// mem (package flightsql merges DuckDB's chunks with it).
+// mem (package flightsql merges DuckDB's chunks with it); it is
+// tableformat.ConcatBatches.
 func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
-	schema := batches[0].Schema()
-	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	parts := make([]arrow.Array, len(batches))
-	var rows int64
-	for _, b := range batches {
-		rows += b.NumRows()
-	}
-	for i := range cols {
-		for j, rec := range batches {
-			parts[j] = rec.Column(i)
-		}
-		col, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = col
-	}
-	return array.NewRecordBatch(schema, cols, rows), nil
+	return tableformat.ConcatBatches(batches, mem)
 }
 
 // batcher groups the short batches a scan returns so that every group

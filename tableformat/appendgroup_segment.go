@@ -179,7 +179,7 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 		recs = append(recs, m.recs...)
 	}
 	if len(recs) > 1 && p.rows <= uint64(max(wopts.MaxRowsPerRowGroup, 0)) {
-		one, err := concatBatches(first.arrow, recs, mem)
+		one, err := ConcatBatches(recs, mem)
 		if err != nil {
 			w.abort()
 			return fmt.Errorf("%w: gather the group's batches: %w", ErrStorage, err)
@@ -291,33 +291,33 @@ func (t *Table) checkGroupFiles(parts []*groupSegment) error {
 	return nil
 }
 
-// concatBatches returns recs, of schema schema, as one batch.
-func concatBatches(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+// ConcatBatches copies batches of one schema into one batch allocated from
+// mem. A group commit writes its appends' batches with it; packages
+// flightserver and flightsql merge short scan and DuckDB batches with it.
+func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	schema := batches[0].Schema()
 	cols := make([]arrow.Array, schema.NumFields())
-	release := func() {
+	defer func() {
 		for _, c := range cols {
 			if c != nil {
 				c.Release()
 			}
 		}
-	}
-	parts := make([]arrow.Array, len(recs))
+	}()
+	parts := make([]arrow.Array, len(batches))
 	var rows int64
-	for _, r := range recs {
-		rows += r.NumRows()
+	for _, b := range batches {
+		rows += b.NumRows()
 	}
 	for i := range cols {
-		for j, r := range recs {
-			parts[j] = r.Column(i)
+		for j, rec := range batches {
+			parts[j] = rec.Column(i)
 		}
-		c, err := array.Concatenate(parts, mem)
+		col, err := array.Concatenate(parts, mem)
 		if err != nil {
-			release()
 			return nil, err
 		}
-		cols[i] = c
+		cols[i] = col
 	}
-	one := array.NewRecordBatch(schema, cols, rows)
-	release()
-	return one, nil
+	return array.NewRecordBatch(schema, cols, rows), nil
 }

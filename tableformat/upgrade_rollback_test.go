@@ -67,14 +67,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 			if py == "" {
 				return
 			}
-			var res struct {
-				Version uint64           `json:"version"`
-				Rows    []map[string]any `json:"rows"`
-			}
-			py09(t, py, &res, "rows", dir)
-			if res.Version != st.Version || strings.Join(rowLines(t, res.Rows), "\n") != strings.Join(exp, "\n") {
-				t.Fatalf("0.9.0 reads version %d rows\n%s\nwant version %d rows\n%s", res.Version, strings.Join(rowLines(t, res.Rows), "\n"), st.Version, strings.Join(exp, "\n"))
-			}
+			py09Reads(t, py, dir, st.Version, exp)
 		})
 	}
 	if rolled == 0 {

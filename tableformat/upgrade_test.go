@@ -52,6 +52,20 @@ func py09(t *testing.T, py string, out any, args ...string) {
 }
 
 // rowLines renders rows (from JSON) as rowsJSON does.
+// py09Reads checks that the 0.9.0 package reads table dir at version
+// with the rows exp (as rowLines writes them).
+func py09Reads(t *testing.T, py, dir string, version uint64, exp []string) {
+	t.Helper()
+	var res struct {
+		Version uint64           `json:"version"`
+		Rows    []map[string]any `json:"rows"`
+	}
+	py09(t, py, &res, "rows", dir)
+	if got := rowLines(t, res.Rows); res.Version != version || strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("0.9.0 reads version %d rows\n%s\nwant version %d rows\n%s", res.Version, strings.Join(got, "\n"), version, strings.Join(exp, "\n"))
+	}
+}
+
 func rowLines(t *testing.T, rows []map[string]any) []string {
 	return expectedRowsJSON(t, &format6Expected{Rows: rows})
 }
@@ -148,14 +162,7 @@ func TestUpgradeFormat6(t *testing.T) {
 			if py == "" {
 				return
 			}
-			var res struct {
-				Version uint64           `json:"version"`
-				Rows    []map[string]any `json:"rows"`
-			}
-			py09(t, py, &res, "rows", dir)
-			if res.Version != st.Version || strings.Join(rowLines(t, res.Rows), "\n") != strings.Join(exp, "\n") {
-				t.Fatalf("0.9.0 reads version %d rows\n%s\nwant version %d rows\n%s", res.Version, strings.Join(rowLines(t, res.Rows), "\n"), st.Version, strings.Join(exp, "\n"))
-			}
+			py09Reads(t, py, dir, st.Version, exp)
 			row := newRowFor(name)
 			rowJSON, _ := json.Marshal(row)
 			var app struct {
