@@ -187,6 +187,10 @@ func (id Identity) String() string {
 // they are Equal, suitable as a map key. It is not ordered like Compare.
 func (id Identity) Key() string { return string(id.appendKey(nil)) }
 
+// AppendKey appends Key's bytes to b: a map lookup with string(b) then
+// costs no allocation.
+func (id Identity) AppendKey(b []byte) []byte { return id.appendKey(b) }
+
 // appendKey appends the key encoding: per component the tag byte, then a
 // uvarint length and the bytes (Utf8) or the 8-byte value (the integer tags;
 // Int32 uses all 8 bytes so an out-of-range value never aliases a valid one).

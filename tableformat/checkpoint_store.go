@@ -141,6 +141,12 @@ type logDigests struct {
 // chain it captures. A log that was rewound, replaced by another table or
 // restored from a different backup fails.
 func (l *logStore) matchesLog(h *checkpointHeader, cache *logDigests) error {
+	return l.matchesLogAt(h.version, h.origin, h.tail, cache)
+}
+
+// matchesLogAt is matchesLog for any file that names commit 1 and commit
+// version by their digests (checkpoints, last-value indexes).
+func (l *logStore) matchesLogAt(version uint64, origin, tail commitDigest, cache *logDigests) error {
 	if !cache.known {
 		d, found, err := l.digestOnDisk(1)
 		if err != nil {
@@ -151,21 +157,21 @@ func (l *logStore) matchesLog(h *checkpointHeader, cache *logDigests) error {
 		}
 		cache.origin, cache.known = d, true
 	}
-	if cache.origin != h.origin {
-		return fmt.Errorf("stale: commit 1 on disk is not the one the checkpoint was built from (another table?)")
+	if cache.origin != origin {
+		return fmt.Errorf("stale: commit 1 on disk is not the one the file was built from (another table?)")
 	}
-	if h.version == 1 {
+	if version == 1 {
 		return nil
 	}
-	d, found, err := l.digestOnDisk(h.version)
+	d, found, err := l.digestOnDisk(version)
 	if err != nil {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("stale: the log has no commit %d (rewound?)", h.version)
+		return fmt.Errorf("stale: the log has no commit %d (rewound?)", version)
 	}
-	if d != h.tail {
-		return fmt.Errorf("stale: commit %d on disk is not the one the checkpoint was built from", h.version)
+	if d != tail {
+		return fmt.Errorf("stale: commit %d on disk is not the one the file was built from", version)
 	}
 	return nil
 }
@@ -240,39 +246,50 @@ func (l *logStore) writeCheckpoint(st *State, cov []byte) error {
 	if !sameCheckpointState(back, st) {
 		return fmt.Errorf("the encoded checkpoint decodes to another state (not written)")
 	}
-	if _, err := l.fs.Stat(checkpointDir); storage.IsNotExist(err) {
-		if err := l.fs.MkdirAll(checkpointDir); err != nil {
-			return storageErr("create "+checkpointDir, err)
-		}
-		if err := l.fs.SyncDir(LogDir); err != nil {
-			return storageErr("sync "+LogDir+" after creating "+checkpointDir, err)
-		}
-	} else if err != nil {
-		return storageErr("stat "+checkpointDir, err)
-	}
 	final := checkpointPath(st.Version)
 	tmp := fmt.Sprintf("%s/.%020d.checkpoint.partial-%s", checkpointDir, st.Version, randomHex())
-	if err := l.writeDurable(tmp, data); err != nil {
-		return err
-	}
-	err = l.fs.Link(tmp, final)
-	l.removeQuietly(tmp) // a linked final name keeps the file
-	if err != nil {
-		if storage.IsExist(err) {
-			return nil // another writer checkpointed this version
-		}
-		return storageErr("link "+final, err)
-	}
-	// One directory sync makes both the new name and the removal of the
-	// temporary one durable.
-	if err := l.fs.SyncDir(checkpointDir); err != nil {
-		return storageErr("sync "+checkpointDir, err)
+	if exists, err := l.publishSidecar(checkpointDir, tmp, final, data); err != nil || exists {
+		return err // exists: another writer checkpointed this version
 	}
 	l.ckpt.mu.Lock()
 	l.ckpt.known = max(l.ckpt.known, st.Version)
 	l.ckpt.mu.Unlock()
 	l.pruneCheckpoints(st.Version)
 	return nil
+}
+
+// publishSidecar writes data as final in dir (a subdirectory of the log
+// directory, created when missing), with the commit discipline: the
+// uniquely named temporary file tmp, fsync, a hard link to final (which
+// never replaces a file), one fsync of dir for the new name and the
+// removal of tmp. exists reports that final was already there (the
+// same content from another writer, for files named by what they hold).
+func (l *logStore) publishSidecar(dir, tmp, final string, data []byte) (exists bool, err error) {
+	if _, err := l.fs.Stat(dir); storage.IsNotExist(err) {
+		if err := l.fs.MkdirAll(dir); err != nil {
+			return false, storageErr("create "+dir, err)
+		}
+		if err := l.fs.SyncDir(LogDir); err != nil {
+			return false, storageErr("sync "+LogDir+" after creating "+dir, err)
+		}
+	} else if err != nil {
+		return false, storageErr("stat "+dir, err)
+	}
+	if err := l.writeDurable(tmp, data); err != nil {
+		return false, err
+	}
+	err = l.fs.Link(tmp, final)
+	l.removeQuietly(tmp) // a linked final name keeps the file
+	if err != nil {
+		if storage.IsExist(err) {
+			return true, nil
+		}
+		return false, storageErr("link "+final, err)
+	}
+	if err := l.fs.SyncDir(dir); err != nil {
+		return false, storageErr("sync "+dir, err)
+	}
+	return false, nil
 }
 
 // pruneCheckpoints runs after checkpoint newest is durable. It removes the

@@ -3,6 +3,8 @@ package tableformat
 import (
 	"context"
 	"sync"
+
+	"github.com/tsflight/tsflight/coverage"
 )
 
 // Latest rows per entity. The newest row of an entity lies in the newest
@@ -16,6 +18,7 @@ import (
 type segmentNewest struct {
 	newest  map[string]uint64
 	present map[string]bool
+	idents  map[string]coverage.Identity
 }
 
 // newestCache remembers segmentNewest by sidecar path: sidecars never
@@ -69,21 +72,9 @@ func (t *Table) LatestSegments(ctx context.Context, st *State) ([]SegmentMeta, e
 			unknown[i] = true
 			continue
 		}
-		n := t.newest.get(seg.CoveragePath)
-		if n == nil {
-			c, err := t.readCoverageFile(st, seg.CoveragePath, true)
-			if err != nil {
-				return nil, err
-			}
-			n = &segmentNewest{newest: map[string]uint64{}, present: map[string]bool{}}
-			for _, ident := range c.set.Identities() {
-				k := ident.Key()
-				n.present[k] = true
-				if bm := c.set.Bitmap(ident); bm != nil && !bm.IsEmpty() {
-					n.newest[k] = bm.Maximum()
-				}
-			}
-			t.newest.put(seg.CoveragePath, n)
+		n, err := t.segmentNewestOf(st, seg)
+		if err != nil {
+			return nil, err
 		}
 		for k := range n.present {
 			id, ok := n.newest[k]

@@ -29,6 +29,7 @@ type Table struct {
 
 	covCache coverageCache
 	newest   newestCache // per-sidecar newest interval per identity
+	last     lastCache   // the newest last-value index built (lastvalues.go)
 	union    unionMarker // the segment-union marker is known to exist
 	groups   appendGroups
 	stamps   commitStamps // commit timestamps, for the keep window
@@ -344,6 +345,7 @@ func (t *Table) dropCaches() {
 	t.newest.mu.Lock()
 	t.newest.m = nil
 	t.newest.mu.Unlock()
+	t.last.clear()
 	t.pastMu.Lock()
 	t.past = nil
 	t.pastMu.Unlock()

@@ -1,0 +1,264 @@
+package tableformat
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/tableformat/storage"
+)
+
+// renderRows renders each row of rec as "col=value|…", in row order.
+func renderRows(rec arrow.RecordBatch) []string {
+	var out []string
+	for i := range int(rec.NumRows()) {
+		parts := make([]string, rec.NumCols())
+		for c := range parts {
+			parts[c] = rec.Schema().Field(c).Name + "=" + rec.Column(c).ValueStr(i)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	return out
+}
+
+// bruteLast is the newest row per host of st found by scanning every row:
+// what the last-value index must hold, sorted by host.
+func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string {
+	t.Helper()
+	rdr, err := tb.Scan(ctx, st, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	type best struct {
+		ts   int64
+		line string
+	}
+	newest := map[string]best{}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		lines := renderRows(rec)
+		ts := rec.Column(rec.Schema().FieldIndices("ts")[0])
+		host := rec.Column(rec.Schema().FieldIndices("host")[0])
+		for i, line := range lines {
+			h := host.ValueStr(i)
+			v := int64(ts.(interface{ Value(int) arrow.Timestamp }).Value(i))
+			if b, ok := newest[h]; !ok || v > b.ts {
+				newest[h] = best{v, line}
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]string, 0, len(newest))
+	for h := range newest {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = newest[h].line
+	}
+	return out
+}
+
+// gotLast is LastValues of st rendered, with a checked allocator.
+func gotLast(t *testing.T, ctx context.Context, tb *Table, st *State, opts LastOptions) []string {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	opts.Alloc = mem
+	rec, err := tb.LastValues(ctx, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	return renderRows(rec)
+}
+
+func wantLast(t *testing.T, what string, ctx context.Context, tb *Table, st *State) {
+	t.Helper()
+	want := bruteLast(t, ctx, tb, st)
+	got := gotLast(t, ctx, tb, st, LastOptions{})
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s (version %d): last values\n%s\nwant\n%s", what, st.Version, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLastValuesFollowTheTable(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	// Appends of three hosts, a late row (older than the host's newest, in
+	// an interval not yet covered) that must not replace the newest, and a
+	// host that appears late.
+	for i, rows := range [][]row{
+		{{100, "a", 1}, {100, "b", 1}, {100, "c", 1}},
+		{{110, "a", 2}, {110, "b", 2}},
+		{{120, "a", 3}, {50, "b", 99}},
+		{{150, "b", 3}, {300, "d", 7}, {10, "c", 50}},
+		{{160, "b", 4}, {175, "b", 5}},
+	} {
+		if _, err := e.append(rows...); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		wantLast(t, "after an append", ctx, e.tb, e.tb.State())
+	}
+	if got := gotLast(t, ctx, e.tb, e.tb.State(), LastOptions{}); len(got) != 4 || !strings.Contains(got[1], "v=5") {
+		t.Fatalf("b's newest is the 17 s row (v=5): %v", got)
+	}
+	// Entity filter and projection.
+	got := gotLast(t, ctx, e.tb, e.tb.State(), LastOptions{Entities: map[string]EntityValue{"host": scStr("c")}, Columns: []string{"v", "host"}})
+	if !slices.Equal(got, []string{"v=1|host=c"}) {
+		t.Fatalf("filtered: %v", got)
+	}
+	if got := gotLast(t, ctx, e.tb, e.tb.State(), LastOptions{Entities: map[string]EntityValue{"host": scStr("zz")}}); len(got) != 0 {
+		t.Fatalf("unknown host: %v", got)
+	}
+	// An older version is answered too, without disturbing the newest.
+	old, err := e.tb.StateAt(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLast(t, "an older version", ctx, e.tb, old)
+	wantLast(t, "the newest again", ctx, e.tb, e.tb.State())
+
+	// Compaction rewrites the rows: the same answer.
+	if _, err := e.tb.Compact(ctx, compactOpts(e.mem)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.tb.State().Segments); n != 1 {
+		t.Fatalf("%d segments after compaction", n)
+	}
+	wantLast(t, "after compaction", ctx, e.tb, e.tb.State())
+
+	// Rollback to version 3 (before the late host d): its answer.
+	if _, err := e.tb.Rollback(ctx, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantLast(t, "after rollback", ctx, e.tb, e.tb.State())
+	if got := gotLast(t, ctx, e.tb, e.tb.State(), LastOptions{}); len(got) != 3 {
+		t.Fatalf("after rollback to version 3: %v", got)
+	}
+}
+
+func TestLastValuesPersistAndCatchUp(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
+		t.Fatal(err)
+	}
+	p, n, err := e.tb.PersistLastValues(ctx)
+	if err != nil || n != 2 || p != LastValuesPath(e.tb.State().Version) {
+		t.Fatalf("persist: %q %d %v", p, n, err)
+	}
+	if _, err := e.append(row{10, "a", 2}, row{30, "c", 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A new handle starts from the persisted index and catches up.
+	tb2, err := Open(ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tb2.loadLastIndex(ctx, tb2.State())
+	if x == nil || x.version != 2 {
+		t.Fatalf("loaded %+v, want the index of version 2", x)
+	}
+	x.release()
+	wantLast(t, "a new handle", ctx, tb2, tb2.State())
+	// A damaged file is ignored (and the answer is still right).
+	if err := os.WriteFile(filepath.Join(e.dir, LastValuesPath(2)), []byte("PAR1 not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb3, err := Open(ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := tb3.loadLastIndex(ctx, tb3.State()); x != nil {
+		t.Fatalf("a damaged index was loaded: version %d", x.version)
+	}
+	wantLast(t, "a damaged persisted index", ctx, tb3, tb3.State())
+	// Persisting the newest version and reading it back gives the same rows.
+	if _, _, err := tb3.PersistLastValues(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb4, err := Open(ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x = tb4.loadLastIndex(ctx, tb4.State())
+	if x == nil || x.version != tb4.State().Version {
+		t.Fatalf("loaded %+v, want the newest", x)
+	}
+	got := renderRows(x.rec)
+	x.release()
+	if want := bruteLast(t, ctx, tb4, tb4.State()); !slices.Equal(got, want) {
+		t.Fatalf("persisted rows %v, want %v", got, want)
+	}
+}
+
+func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another table, same version numbers, gets this table's index file.
+	o := newAppendEnv(t, tsIndex())
+	if _, err := o.append(row{0, "zz", 9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(o.dir, lastDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(e.dir, LastValuesPath(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(o.dir, LastValuesPath(2)), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Open(ctx, storage.Local(o.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLast(t, "another table's index file", ctx, tb, tb.State())
+}
+
+func TestLastValuesRefusals(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		opts LastOptions
+		frag string
+	}{
+		{LastOptions{Columns: []string{"nope"}}, `unknown column "nope"`},
+		{LastOptions{Entities: map[string]EntityValue{"v": scStr("x")}}, `"v" is not an entity column`},
+		{LastOptions{Entities: map[string]EntityValue{"host": {Type: EntityInt64, Int: 3}}}, `"host" is a Utf8 column`},
+	} {
+		_, err := e.tb.LastValues(ctx, nil, c.opts)
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), c.frag) || !strings.Contains(err.Error(), "last: entities") && !strings.Contains(err.Error(), "last: columns") {
+			t.Errorf("%+v: %v, want ErrInvalidInput with %q", c.opts, err, c.frag)
+		}
+	}
+	g := newAppendEnv(t, IndexSpec{Column: "ts", Kind: tsIndex().Kind})
+	if _, err := g.append(row{0, "a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.tb.LastValues(ctx, nil, LastOptions{}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "no entity columns") {
+		t.Fatalf("a table without entity columns: %v", err)
+	}
+}
