@@ -159,6 +159,10 @@ type tableMaintenance struct {
 	merged    int // source segments replaced
 	lastRun   time.Time
 	lastError string
+	// lastValues is the version whose last-value index the loop last
+	// persisted, lastValuesAt when it last tried (maintain_lastvalues.go).
+	lastValues   uint64
+	lastValuesAt time.Time
 }
 
 // MaintenanceInfo is the maintenance part of describe-table and the
@@ -357,6 +361,7 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 		if st == nil || st.Meta.CheckWrite() != nil {
 			return
 		}
+		s.keepLastValues(ctx, name, tb, st)
 		m.mu.Lock()
 		bound, _ := m.plan(tb, st)
 		if bound == 0 {

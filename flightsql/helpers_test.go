@@ -325,6 +325,21 @@ func (s *sqlServer) plans(table string) [][2]int {
 	return out
 }
 
+// usedLastValues reports whether the newest plan of table read its
+// last-value index instead of segments.
+func (s *sqlServer) usedLastValues(table string) bool {
+	s.t.Helper()
+	var used bool
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "sql plan" || m["table"] != table {
+			continue
+		}
+		used = m["last_values"] == true
+	}
+	return used
+}
+
 // lastPlan returns planned and total segments of the newest plan of table.
 func (s *sqlServer) lastPlan(table string) (planned, total int) {
 	s.t.Helper()

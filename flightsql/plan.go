@@ -53,6 +53,9 @@ type tablePlan struct {
 	Version  uint64
 	Segments int // live segments in the snapshot
 	Planned  int // segments the view reads
+	// LastValues says the view reads the table's last-value index (the
+	// newest row per entity) instead of segments.
+	LastValues bool
 	// Ref is the reference's name when it names a version (cpu@v12).
 	Ref string
 }
@@ -188,7 +191,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		if err != nil {
 			return nil, err
 		}
-		segs := s.pruneTable(ctx, tb, st, byKey[key], a.cteNames[asciiLower(key)], args)
+		segs, lastValues := s.pruneTable(ctx, tb, st, byKey[key], a.cteNames[asciiLower(key)], args)
 		rel, files, err := s.relationSQL(at.table, st, segs)
 		if err != nil {
 			return nil, err
@@ -211,7 +214,10 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		if !inline[key] {
 			p.setup = append(p.setup, "CREATE OR REPLACE TEMP VIEW "+sqlIdent(key)+" AS "+rel)
 		}
-		tp := tablePlan{Name: at.table, Version: st.Version, Segments: len(st.Segments), Planned: len(segs)}
+		tp := tablePlan{Name: at.table, Version: st.Version, Segments: len(st.Segments), Planned: len(segs), LastValues: lastValues}
+		if lastValues {
+			tp.Planned = 0
+		}
 		if at.asOf {
 			tp.Ref = key
 		}

@@ -16,10 +16,21 @@ import (
 
 // pruneTable returns the segments of st that the references can read: the
 // union of each reference's plan. A reference with no usable conjuncts, or
-// whose name may be a CTE's, reads every segment.
-func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tableformat.State, refs []*tableRef, maybeCTE bool, args []any) []tableformat.SegmentMeta {
+// whose name may be a CTE's, reads every segment. When the table's one
+// reference asks for the newest row per entity, it returns instead the
+// file of the table's last-value index (one row per identity) and true.
+func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tableformat.State, refs []*tableRef, maybeCTE bool, args []any) ([]tableformat.SegmentMeta, bool) {
 	if maybeCTE || len(st.Segments) == 0 {
-		return st.Segments
+		return st.Segments, false
+	}
+	if len(refs) == 1 && refs[0].pruneOK && len(refs[0].conds) == 0 && latestApplies(st, refs[0].latest) {
+		// The newest row per entity: the table's last-value index holds
+		// exactly those rows, one per identity, in one small file.
+		p, rows, err := tb.LastValuesFile(ctx, st)
+		if err == nil {
+			return []tableformat.SegmentMeta{{Path: p, Format: "parquet", RowCount: rows}}, true
+		}
+		s.log.Debug("the last-value index is not used", "error", err)
 	}
 	keep := map[string]bool{}
 	for _, r := range refs {
@@ -27,7 +38,7 @@ func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tabl
 			segs, err := tb.LatestSegments(ctx, st)
 			if err != nil {
 				s.log.Debug("latest-row pruning skipped", "error", err)
-				return st.Segments
+				return st.Segments, false
 			}
 			for _, sg := range segs {
 				keep[sg.Path] = true
@@ -35,19 +46,19 @@ func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tabl
 			continue
 		}
 		if !r.pruneOK || len(r.conds) == 0 {
-			return st.Segments
+			return st.Segments, false
 		}
 		set, none, ok := scanOptionsFor(st, r.conds, args)
 		if none {
 			continue
 		}
 		if !ok {
-			return st.Segments
+			return st.Segments, false
 		}
 		segs, err := set.plan(st)
 		if err != nil {
 			s.log.Debug("pruning skipped", "error", err)
-			return st.Segments
+			return st.Segments, false
 		}
 		for _, sg := range segs {
 			keep[sg.Path] = true
@@ -59,7 +70,7 @@ func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tabl
 			out = append(out, sg)
 		}
 	}
-	return out
+	return out, false
 }
 
 // latestApplies reports whether a DISTINCT ON shape asks for the newest row

@@ -497,7 +497,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 func (s *Server) logPlan(id string, plan *queryPlan) {
 	for _, t := range plan.tables {
 		kv := []any{"query_id", id, "table", t.Name, "version", t.Version,
-			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments - t.Planned}
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments - t.Planned, "last_values", t.LastValues}
 		if t.Ref != "" {
 			kv = append(kv, "ref", t.Ref)
 		}

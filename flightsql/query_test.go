@@ -216,13 +216,14 @@ func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {
 		"b|2024-01-01T03:09:59Z|11399", // b is the batch's first host: no offset
 		"c|2024-01-01T00:09:59Z|601",
 	}
+	// planned -1: the plan reads the table's last-value index, no segment.
 	cases := []struct {
 		q       string
 		planned int
 	}{
-		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC", 3},
-		{"SELECT DISTINCT ON (c.host) c.host, c.ts, c.usage FROM cpu c ORDER BY c.ts DESC, c.host", 3},
-		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC LIMIT 10", 3},
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC", -1},
+		{"SELECT DISTINCT ON (c.host) c.host, c.ts, c.usage FROM cpu c ORDER BY c.ts DESC, c.host", -1},
+		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC LIMIT 10", -1},
 		// Shapes that are not "newest row per entity" read everything.
 		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu WHERE usage >= 0 ORDER BY host, ts DESC", 4},
 		{"SELECT DISTINCT ON (host) host, ts, usage FROM cpu ORDER BY host, ts DESC NULLS FIRST", 4},
@@ -233,7 +234,14 @@ func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {
 		if fmt.Sprint(rows) != fmt.Sprint(want) {
 			t.Fatalf("%s:\n got %v\nwant %v", c.q, rows, want)
 		}
-		if planned, total := s.lastPlan("cpu"); planned != c.planned || total != 4 {
+		planned, total := s.lastPlan("cpu")
+		if c.planned < 0 {
+			if !s.usedLastValues("cpu") || planned != 0 || total != 4 {
+				t.Fatalf("%s: planned %d of %d segments (last values %v), want the last-value index", c.q, planned, total, s.usedLastValues("cpu"))
+			}
+			continue
+		}
+		if planned != c.planned || total != 4 || s.usedLastValues("cpu") {
 			t.Fatalf("%s: planned %d of %d segments, want %d of 4", c.q, planned, total, c.planned)
 		}
 	}
@@ -249,5 +257,60 @@ func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {
 	s.mustQuery(ctx, "SELECT DISTINCT ON (usage) usage, ts FROM cpu ORDER BY usage, ts DESC")
 	if planned, _ := s.lastPlan("cpu"); planned != 4 {
 		t.Fatalf("distinct on a value column planned %d segments, want 4", planned)
+	}
+}
+
+// The newest row per entity comes from the table's last-value index and
+// stays equal to the answer of reading every segment (a WHERE that keeps
+// every row turns the index off) through appends, a late row, compaction
+// and a rollback.
+func TestLatestRowPerEntityFollowsTheTable(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	const viaIndex = "SELECT DISTINCT ON (host) * FROM cpu ORDER BY host, ts DESC"
+	const viaSegments = "SELECT DISTINCT ON (host) * FROM cpu WHERE usage > -1e12 ORDER BY host, ts DESC"
+	same := func(when string) {
+		t.Helper()
+		got := s.mustQuery(ctx, viaIndex).rowsOf()
+		if !s.usedLastValues("cpu") {
+			t.Fatalf("%s: the plan did not read the last-value index", when)
+		}
+		want := s.mustQuery(ctx, viaSegments).rowsOf()
+		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
+			t.Fatalf("%s:\n got %v\nwant %v", when, got, want)
+		}
+	}
+	put := func(start time.Time, n int, hosts ...string) {
+		t.Helper()
+		rec := cpuBatch(s.cliMem, start, n, hosts...)
+		defer rec.Release()
+		mode := "append"
+		if _, err := s.svc.Table(ctx, "cpu"); err != nil {
+			mode = "create"
+		}
+		if _, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(t0, 60, "a", "b", "c")
+	same("first append")
+	put(t0.Add(time.Hour), 60, "a", "b")
+	same("second append")
+	put(t0.Add(-time.Hour), 60, "c", "d") // late rows: c keeps its newer row, d is new
+	same("late rows")
+	tb, err := s.svc.Table(ctx, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Compact(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	same("compaction")
+	if _, err := tb.Rollback(ctx, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	same("rollback to version 2")
+	if rows := s.mustQuery(ctx, viaIndex).rowsOf(); len(rows) != 3 {
+		t.Fatalf("after the rollback to the first append: %v", rows)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/coverage"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -28,8 +29,8 @@ func renderRows(rec arrow.RecordBatch) []string {
 	return out
 }
 
-// bruteLast is the newest row per host of st found by scanning every row:
-// what the last-value index must hold, sorted by host.
+// bruteLast is the newest row per identity of st found by scanning every
+// row: what the last-value index must hold, sorted by identity.
 func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string {
 	t.Helper()
 	rdr, err := tb.Scan(ctx, st, ScanOptions{})
@@ -38,34 +39,48 @@ func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string
 	}
 	defer rdr.Release()
 	type best struct {
-		ts   int64
+		id   coverage.Identity
+		s    int64
+		u    uint64
 		line string
 	}
+	ix := st.Index()
 	newest := map[string]best{}
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		lines := renderRows(rec)
-		ts := rec.Column(rec.Schema().FieldIndices("ts")[0])
-		host := rec.Column(rec.Schema().FieldIndices("host")[0])
+		sv, uv := indexInts(rec.Column(rec.Schema().FieldIndices(ix.Column)[0]))
+		cols := make([]arrow.Array, len(ix.EntityColumns))
+		for i, n := range ix.EntityColumns {
+			cols[i] = rec.Column(rec.Schema().FieldIndices(n)[0])
+		}
 		for i, line := range lines {
-			h := host.ValueStr(i)
-			v := int64(ts.(interface{ Value(int) arrow.Timestamp }).Value(i))
-			if b, ok := newest[h]; !ok || v > b.ts {
-				newest[h] = best{v, line}
+			id := make(coverage.Identity, len(cols))
+			if !rowIdentity(cols, i, id) {
+				t.Fatalf("row %d has a null entity", i)
+			}
+			b := best{id: id, line: line}
+			if sv != nil {
+				b.s = sv[i]
+			} else {
+				b.u = uv[i]
+			}
+			if o, ok := newest[id.Key()]; !ok || b.s > o.s || b.u > o.u {
+				newest[id.Key()] = b
 			}
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		t.Fatal(err)
 	}
-	hosts := make([]string, 0, len(newest))
-	for h := range newest {
-		hosts = append(hosts, h)
+	all := make([]best, 0, len(newest))
+	for _, b := range newest {
+		all = append(all, b)
 	}
-	slices.Sort(hosts)
-	out := make([]string, len(hosts))
-	for i, h := range hosts {
-		out[i] = newest[h].line
+	slices.SortFunc(all, func(a, b best) int { return a.id.Compare(b.id) })
+	out := make([]string, len(all))
+	for i, b := range all {
+		out[i] = b.line
 	}
 	return out
 }

@@ -45,9 +45,11 @@ type UpgradeOptions struct {
 
 // UpgradeStep is one step of an upgrade in the report.
 type UpgradeStep struct {
-	// Step is "convert-log" or "compact".
+	// Step is "convert-log", "compact" or "last-values".
 	Step string `json:"step"`
-	// State is "done", "planned" (a dry run) or "not-needed".
+	// State is "done", "planned" (a dry run), "not-needed" or, for
+	// "last-values" only (a cache: the upgrade stands without it),
+	// "failed".
 	State string `json:"state"`
 	// Detail says what the step does or did.
 	Detail string `json:"detail"`
@@ -153,7 +155,41 @@ func (t *Table) Upgrade(ctx context.Context, opts *UpgradeOptions) (*UpgradeRepo
 		rep.CommittedVersion = crep.CommittedVersion
 	}
 	rep.Steps = append(rep.Steps, step)
+	rep.Steps = append(rep.Steps, t.upgradeLastValues(ctx, opts.DryRun))
 	return rep, nil
+}
+
+// upgradeLastValues is the upgrade's last step: the table's last-value
+// index, written for the upgraded version (lastvalues_store.go). It is a
+// file beside the log, not a commit: timeseries-table-format 0.9.0 refuses
+// a commit with an action it does not know. A failure is reported in the
+// step and does not fail the upgrade: the index is a cache, built on
+// demand.
+func (t *Table) upgradeLastValues(ctx context.Context, dryRun bool) UpgradeStep {
+	step := UpgradeStep{Step: "last-values"}
+	st := t.State()
+	switch {
+	case st == nil || len(st.Index().EntityColumns) == 0:
+		step.State, step.Detail = "not-needed", "the table has no entity columns"
+		return step
+	case st.Schema() == nil || len(st.Segments) == 0:
+		step.State, step.Detail = "not-needed", "the table has no rows"
+		return step
+	case dryRun:
+		step.State = "planned"
+		step.Detail = "write the last-value index (the newest row per entity) as " + LastValuesPath(st.Version) + " once the table is upgraded"
+		if choose, err := t.lastChoose(ctx, st); err == nil {
+			step.Detail += fmt.Sprintf(" (%d entities)", len(choose))
+		}
+		return step
+	}
+	p, rows, err := t.LastValuesFile(ctx, st)
+	if err != nil {
+		step.State, step.Detail = "failed", "the last-value index was not written (it is built when first asked for): "+err.Error()
+		return step
+	}
+	step.State, step.Detail = "done", fmt.Sprintf("wrote %s: the newest row of %d entities at version %d", p, rows, st.Version)
+	return step
 }
 
 // convertLog converts commits 1..st.Version into a staging directory and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,7 +105,10 @@ func TestUpgradeFormat6(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !dry.DryRun || dry.ConvertedCommits != want.Version || dry.LegacyFormat != 6 || len(dry.Steps) != 2 || dry.Steps[0].State != "planned" || dry.Backup != "" {
+			entity := name == "ts_entity"
+			lastState := map[bool]string{true: "planned", false: "not-needed"}[entity]
+			if !dry.DryRun || dry.ConvertedCommits != want.Version || dry.LegacyFormat != 6 || len(dry.Steps) != 3 || dry.Steps[0].State != "planned" || dry.Backup != "" ||
+				dry.Steps[2].Step != "last-values" || dry.Steps[2].State != lastState {
 				t.Fatalf("dry run report %+v", dry)
 			}
 			if dry.Compact == nil || (dry.Steps[1].State == "planned") == dry.Compact.NoOp {
@@ -153,6 +157,18 @@ func TestUpgradeFormat6(t *testing.T) {
 			if st.Meta.NeedsUpgrade() || st.Version != want.Version+compacted {
 				t.Fatalf("after upgrade: version %d legacy %d", st.Version, st.Meta.LegacyFormat)
 			}
+			if entity {
+				// The last step wrote the last-value index of the upgraded version.
+				if s := rep.Steps[2]; s.State != "done" || !strings.Contains(s.Detail, LastValuesPath(st.Version)) {
+					t.Fatalf("last-values step %+v", s)
+				}
+				if _, err := os.Stat(filepath.Join(dir, LastValuesPath(st.Version))); err != nil {
+					t.Fatal(err)
+				}
+				wantLast(t, "after the upgrade", ctx, tb, st)
+			} else if rep.Steps[2].State != "not-needed" {
+				t.Fatalf("last-values step %+v", rep.Steps[2])
+			}
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			exp := expectedRowsJSON(t, want)
@@ -179,6 +195,24 @@ func TestUpgradeFormat6(t *testing.T) {
 			sort.Strings(exp2)
 			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp2, "\n") {
 				t.Fatalf("tsflight after the 0.9.0 append:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp2, "\n"))
+			}
+			if entity {
+				// The index catches up with the package's append, from a
+				// handle that starts from the persisted index too.
+				wantLast(t, "after a 0.9.0 append", ctx, tb, tb.State())
+				fresh, err := Open(ctx, storage.Local(dir), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if x := fresh.loadLastIndex(ctx, fresh.State()); x == nil || x.version != st.Version {
+					t.Fatalf("a new handle does not start from the persisted index of version %d", st.Version)
+				} else {
+					x.release()
+				}
+				wantLast(t, "after a 0.9.0 append, a new handle", ctx, fresh, fresh.State())
+				if got := gotLast(t, ctx, fresh, fresh.State(), LastOptions{Entities: map[string]EntityValue{"symbol": scStr("NVDA")}, Columns: []string{"close"}}); !slices.Equal(got, []string{"close=1.5"}) {
+					t.Fatalf("NVDA's newest close after the 0.9.0 append: %v", got)
+				}
 			}
 		})
 	}
