@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat"
@@ -82,6 +87,10 @@ func (b *bench) sql(ctx context.Context) error {
 		b.r.add(&measurement{Group: "sql", Workload: q.Name, System: "tsflight", Times: times, Rows: n, Note: "ADBC Go driver"})
 	}
 
+	if err := b.lastAction(ctx, answers["lastpoint"]); err != nil {
+		return err
+	}
+
 	files, err := b.segmentFiles(ctx)
 	if err != nil {
 		return err
@@ -136,4 +145,60 @@ type duckCopyResult struct {
 	PeakRSS int64     `json:"peak_rss_bytes"`
 	Rows    int64     `json:"rows"`
 	TimesS  []float64 `json:"times_s"`
+}
+
+// lastAction times the Flight action last (every host's newest row, from
+// the table's last-value index) and checks its rows against lastpoint's
+// answer (want; nil when lastpoint is not among the queries).
+func (b *bench) lastAction(ctx context.Context, want rows) error {
+	req := map[string]any{"table": table}
+	got, n, err := lastRows(ctx, b.client, req, true)
+	if err != nil {
+		return err
+	}
+	if want != nil {
+		if diff := got.diff(want); diff != "" {
+			return fmt.Errorf("last: the action and lastpoint differ: %s", diff)
+		}
+	}
+	times, err := timeRuns(b.cfg.sqlRuns, func() (err error) {
+		_, n, err = lastRows(ctx, b.client, req, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.r.add(&measurement{Group: "sql", Workload: "last (Flight action)", System: "tsflight", Times: times, Rows: n,
+		Note: "arrow-go Flight client, DoAction last: every host's newest row"})
+	return nil
+}
+
+// lastRows runs the action last and reads the Arrow IPC stream of its
+// result; with keep it returns the canonical rows.
+func lastRows(ctx context.Context, c flight.Client, req any, keep bool) (rows, int64, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	stream, err := c.DoAction(ctx, &flight.Action{Type: "last", Body: body})
+	if err != nil {
+		return nil, 0, fmt.Errorf("last: %w", err)
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		return nil, 0, fmt.Errorf("last: %w", err)
+	}
+	for {
+		if _, err := stream.Recv(); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("last: %w", err)
+		}
+	}
+	rdr, err := ipc.NewReader(bytes.NewReader(res.Body))
+	if err != nil {
+		return nil, 0, fmt.Errorf("last: the result is not an Arrow IPC stream: %w", err)
+	}
+	defer rdr.Release()
+	return readResult(rdr, keep)
 }
