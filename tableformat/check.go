@@ -262,6 +262,7 @@ func runCheck(ctx context.Context, fsys storage.FS, opts *Options) (*checkRun, e
 	}
 	r.checkTableCoverage()
 	r.checkCheckpoints(ctx)
+	r.checkLastValues(ctx)
 	return r, nil
 }
 

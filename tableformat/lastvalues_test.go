@@ -277,3 +277,86 @@ func TestLastValuesRefusals(t *testing.T) {
 		t.Fatalf("a table without entity columns: %v", err)
 	}
 }
+
+// check verifies the persisted indexes: a good one gives no finding, a
+// damaged one a warning, and one whose rows are not the table's newest
+// rows (valid by itself and naming the log) an error.
+func TestCheckLastValues(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.append(row{10, "a", 2}, row{10, "b", 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
+		t.Fatal(err)
+	}
+	codes := func() []string {
+		t.Helper()
+		rep, err := Check(ctx, storage.Local(e.dir), CheckOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range rep.Findings {
+			out = append(out, f.Code+"@"+f.Path)
+		}
+		return out
+	}
+	if got := codes(); len(got) != 0 {
+		t.Fatalf("clean table: %v", got)
+	}
+	// Version 3's file with version 2's rows (and version 3's metadata).
+	old, err := e.tb.StateAt(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x2, err := e.tb.lastIndexAt(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x3, err := e.tb.lastIndexAt(ctx, e.tb.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *x3
+	forged.rec = x2.rec
+	data, err := encodeLastIndex(&forged)
+	x2.release()
+	x3.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3 := filepath.Join(e.dir, LastValuesPath(3))
+	if err := os.Remove(p3); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p3, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(); !slices.Equal(got, []string{CheckLastValuesMismatch + "@" + LastValuesPath(3)}) {
+		t.Fatalf("forged rows: %v", got)
+	}
+	// Damaged: a warning, and readers ignore it.
+	if err := os.WriteFile(p3, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(); !slices.Equal(got, []string{CheckLastValuesCorrupt + "@" + LastValuesPath(3)}) {
+		t.Fatalf("damaged: %v", got)
+	}
+	tb, err := Open(ctx, storage.Local(e.dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := tb.loadLastIndex(ctx, tb.State()); x == nil || x.version != 2 {
+		t.Fatalf("with version 3's index damaged, a reader starts from %+v, want version 2's", x)
+	} else {
+		x.release()
+	}
+	wantLast(t, "a damaged newest index", ctx, tb, tb.State())
+}
