@@ -29,7 +29,6 @@ const (
 // repairable: a bad index is deleted by hand, and readers rebuild it.
 func (r *checkRun) checkLastValues(ctx context.Context) {
 	tb := newTable(r.fsys, r.opts)
-	tb.log = r.log
 	versions, _, err := tb.listLastFiles()
 	if err != nil {
 		r.add(CheckFinding{Severity: CheckWarning, Code: CheckLastValuesCorrupt, Path: lastDir,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -57,8 +58,9 @@ type lastIndex struct {
 	pos map[string]int // identity key → row
 	// entities are the entity column names, the identities' order.
 	entities []string
-	// persisted is set once the index is durable in _timeseries_log/_last.
-	persisted bool
+	// persisted is set once the index is durable in _timeseries_log/_last
+	// (set by whoever wrote or found the file, read by everyone).
+	persisted atomic.Bool
 }
 
 func (x *lastIndex) release() {

@@ -99,11 +99,11 @@ func (t *Table) LastValuesFile(ctx context.Context, st *State) (string, uint64, 
 	if x.rec != nil {
 		rows = uint64(x.rec.NumRows())
 	}
-	if x.persisted {
+	if x.persisted.Load() {
 		return p, rows, nil
 	}
 	if info, err := t.fs.Stat(p); err == nil && info.Size > 0 {
-		x.persisted = true
+		x.persisted.Store(true)
 		return p, rows, nil
 	}
 	if x.rec == nil {
@@ -117,7 +117,7 @@ func (t *Table) LastValuesFile(ctx context.Context, st *State) (string, uint64, 
 	if _, err := t.log.publishSidecar(lastDir, tmp, p, data); err != nil {
 		return "", 0, err
 	}
-	x.persisted = true
+	x.persisted.Store(true)
 	t.pruneLastFiles(st.Version)
 	return p, rows, nil
 }
@@ -244,7 +244,8 @@ func (t *Table) readLastIndex(ctx context.Context, st *State, v uint64, cache *l
 	if m.Version != v {
 		return nil, fmt.Errorf("the file holds version %d", m.Version)
 	}
-	x := &lastIndex{version: v, pos: map[string]int{}, persisted: true}
+	x := &lastIndex{version: v, pos: map[string]int{}}
+	x.persisted.Store(true)
 	if err := decodeDigest(m.Origin, &x.origin); err != nil {
 		return nil, err
 	}

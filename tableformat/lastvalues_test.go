@@ -324,9 +324,8 @@ func TestCheckLastValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := *x3
-	forged.rec = x2.rec
-	data, err := encodeLastIndex(&forged)
+	forged := &lastIndex{version: x3.version, digest: x3.digest, origin: x3.origin, rec: x2.rec, src: x3.src, entities: x3.entities}
+	data, err := encodeLastIndex(forged)
 	x2.release()
 	x3.release()
 	if err != nil {
@@ -359,4 +358,57 @@ func TestCheckLastValues(t *testing.T) {
 		x.release()
 	}
 	wantLast(t, "a damaged newest index", ctx, tb, tb.State())
+}
+
+// Readers of the index (LastValues, LastValuesFile) race appends: every
+// answer is the newest rows of the version it was asked for.
+func TestLastValuesConcurrent(t *testing.T) {
+	ctx := context.Background()
+	e := newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, "a", 0}, row{0, "b", 0}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				st := e.tb.State()
+				var err error
+				if w%2 == 0 {
+					var rec arrow.RecordBatch
+					if rec, err = e.tb.LastValues(ctx, st, LastOptions{}); err == nil {
+						if rec.NumRows() != 2 {
+							err = errors.New("not 2 rows")
+						}
+						rec.Release()
+					}
+				} else {
+					_, _, err = e.tb.LastValuesFile(ctx, st)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 30; i++ {
+		if _, err := e.append(row{int64(i * 10), "a", int64(i)}, row{int64(i * 10), "b", int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantLast(t, "after the race", ctx, e.tb, e.tb.State())
 }
