@@ -37,6 +37,7 @@ var actionTypes = []*flight.ActionType{
 	{Type: ActionCompact, Description: `Merge small segments into large ones sorted by (UTC day of a timestamp index, entity, index), in one commit that replaces them (rows and coverage unchanged; the replaced files stay on disk). Body: {"table", "dry_run"?: false}. Result: table, starting_version, committed_version, dry_run, no_op, retries, groups [{sources, source_bytes, rows, index_min, index_max, outputs, output_bytes}], dropped_groups, remaining, source_segments, output_segments, rows_read, rows_written, bytes_before, bytes_after.`},
 	{Type: ActionRollback, Description: `Give a table back an older version's content in one new commit (history stays: roll back to the version before a rollback to undo it). Refused when the version is expired, a file it needs is gone, columns were added since, or another writer commits meanwhile. Body: {"table", "version", "dry_run"?: false}. Result: table, starting_version, target_version, committed_version, dry_run, no_op, removed, added, rows_before, rows_after, coverage.`},
 	upgradeActionType,
+	lastActionType,
 }
 
 // ListActions describes the actions DoAction accepts.
@@ -49,11 +50,15 @@ func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListA
 	return nil
 }
 
-// DoAction runs one action: JSON body in, one JSON result out.
+// DoAction runs one action: JSON body in, one result out (JSON, or an
+// Arrow IPC stream for the last action).
 func (s *Service) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
 	result, err := s.RunAction(stream.Context(), action.GetType(), action.GetBody())
 	if err != nil {
 		return err
+	}
+	if b, ok := result.(arrowResult); ok {
+		return stream.Send(&flight.Result{Body: b})
 	}
 	body, err := json.Marshal(result)
 	if err != nil {
@@ -72,7 +77,9 @@ func IsAction(name string) bool {
 	return false
 }
 
-// RunAction runs the named action and returns its JSON-ready result.
+// RunAction runs the named action and returns its JSON-ready result; the
+// last action's result is an Arrow IPC stream ([]byte underneath), which
+// refuses to be encoded as JSON.
 func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any, error) {
 	switch name {
 	case ActionCreateTable:
@@ -129,6 +136,8 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		return s.maintenanceAction(ctx, body)
 	case ActionUpgrade:
 		return s.upgrade(ctx, body)
+	case ActionLast:
+		return s.last(ctx, body)
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
 }

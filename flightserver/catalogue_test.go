@@ -158,6 +158,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	cases := append(flightCatalogue(), authCatalogue()...)
 	cases = append(cases, rollbackCatalogue()...)
 	cases = append(cases, format6Catalogue()...)
+	cases = append(cases, lastCatalogue()...)
 	if len(cases) < 40 {
 		t.Fatalf("the catalogue holds %d cases; issue 8 asks for at least 40", len(cases))
 	}

@@ -394,10 +394,11 @@ var fuzzActionBodies = map[string][]string{
 	},
 	ActionAddColumns: {`{"table":"t","columns":[{"name":"load","type":"float64","nullable":true},{"name":"price","type":"decimal128(10, 2)","nullable":true}]}`},
 	"vacuum":         {`{"table":"t"}`, `{"table":"t","apply":true,"older_than":"0s"}`, `{"table":"t","older_than":"-5h"}`},
+	ActionLast:       {`{"table":"t"}`, `{"table":"t","entity":{"hostname":"host_1"},"columns":["usage_idle","ts"]}`},
 }
 
 // readOnlyActions change no file.
-var readOnlyActions = []string{ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid}
+var readOnlyActions = []string{ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionLast}
 
 // listActions asks the server for its actions, plus one name it does not
 // have.
@@ -456,7 +457,11 @@ func FuzzAction(f *testing.F) {
 				t.Fatalf("refused %s (%v) changed %v", name, err, changed)
 			}
 		} else {
-			if !json.Valid(res) {
+			if name == ActionLast {
+				if _, err := decodeLast(e.ts, res); err != nil {
+					t.Fatalf("last result: %v", err)
+				}
+			} else if !json.Valid(res) {
 				t.Fatalf("%s result is not JSON: %q", name, res)
 			}
 			if len(changed) > 0 {

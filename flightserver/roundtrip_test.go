@@ -154,7 +154,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		names = append(names, a.Type)
 	}
-	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact, ActionRollback, ActionUpgrade}) {
+	if !reflect.DeepEqual(names, []string{ActionCreateTable, ActionDescribeTable, ActionCoverage, ActionGaps, ActionCoverageGrid, ActionAddColumns, ActionSetProperties, ActionVacuum, ActionCheck, ActionMaintenance, ActionCompact, ActionRollback, ActionUpgrade, ActionLast}) {
 		t.Fatalf("ListActions: %v", names)
 	}
 }

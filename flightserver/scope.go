@@ -23,7 +23,8 @@ var readMethods = map[string]bool{
 	flightService + "ListActions":    true,
 }
 
-// readActions are the action types that never write. vacuum reads unless
+// readActions are the action types that never write (last reads the
+// last-value index and never persists it). vacuum reads unless
 // its body asks to apply, check unless it asks to repair. Every other
 // action writes: create-table, add-columns, set-properties (a commit),
 // compact, upgrade (both even as a dry run).
@@ -32,6 +33,7 @@ var readActions = map[string]bool{
 	"coverage":       true,
 	"gaps":           true,
 	"coverage-grid":  true,
+	"last":           true,
 	// Flight SQL: preparing, closing and cancelling statements and session
 	// options change no table. Executing a prepared update is a DoPut,
 	// which is classified on its own; transactions are not served.

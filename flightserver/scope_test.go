@@ -35,6 +35,7 @@ var flightActionWrites = map[string]bool{
 	ActionRollback:      true,  // a dry run too, as compact
 	ActionUpgrade:       true,  // a dry run too, as compact
 	ActionMaintenance:   false, // pausing and resuming write: TestScopeMaintenanceBody
+	ActionLast:          false,
 }
 
 func TestScopeFlightActionsClassified(t *testing.T) {

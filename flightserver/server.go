@@ -68,6 +68,13 @@ type Options struct {
 	// client asks for must not take more of the server than one in the
 	// background. tsflight serve sets it from --maintenance-memory.
 	CompactMemory int64
+	// MaxResultSize bounds the Arrow IPC stream an action answers with in
+	// its one result (the last action), in bytes (0 = DefaultMaxMsgSize);
+	// a larger answer is refused with ResourceExhausted naming its size.
+	// Keep it at most the server's gRPC send limit (Limits.MaxSendMsgSize,
+	// which gRPC enforces with MsgHeaderAllowance added); tsflight serve
+	// sets both from --max-send-msg-size.
+	MaxResultSize int
 	// Table tunes how tables are opened (nil = tableformat.DefaultOptions
 	// with Logger).
 	Table *tableformat.Options

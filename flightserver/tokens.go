@@ -33,7 +33,7 @@ const (
 	// ScopeRead allows listing, describing and reading tables: ListFlights,
 	// GetFlightInfo, GetSchema, DoGet, ListActions, SQL queries and
 	// metadata, prepared queries, and the actions describe-table, coverage,
-	// gaps, coverage-grid and vacuum without apply.
+	// gaps, coverage-grid, last and vacuum without apply.
 	ScopeRead
 	// ScopeWrite allows everything ScopeRead does and every call that
 	// changes a table: DoPut (append), bulk ingest, create-table,

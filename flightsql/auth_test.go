@@ -362,6 +362,7 @@ var sqlActionWrites = map[string]bool{
 	flightserver.ActionRollback:      true, // a dry run too, as compact
 	flightserver.ActionUpgrade:       true, // a dry run too, as compact
 	flightserver.ActionMaintenance:   false,
+	flightserver.ActionLast:          false,
 	// Flight SQL: statements and sessions change no table
 	flightsql.CreatePreparedStatementActionType:     false,
 	flightsql.CreatePreparedSubstraitPlanActionType: false,

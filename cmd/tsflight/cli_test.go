@@ -325,6 +325,7 @@ var cliCommands = [][]string{
 	{"rollback", "--dry-run", cliTable, "2"},
 	{"upgrade", "--dry-run", cliTable},
 	{"set-properties", cliTable, "owner=ops"},
+	{"last", cliTable},
 }
 
 // withServer puts --server uri before a command's other arguments.

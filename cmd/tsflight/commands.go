@@ -36,7 +36,7 @@ func (e *env) stdin() io.Reader {
 
 // command is one subcommand. A command file declares one and registers it
 // from init; run dispatches on Name. Client commands (tables, describe,
-// create, load, scan, sql, coverage, gaps, add-columns, vacuum, check) go
+// create, load, scan, last, sql, coverage, gaps, add-columns, vacuum, check) go
 // in the "client" group.
 type command struct {
 	Name    string

@@ -173,7 +173,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(cfg.logLevel, "log-level", "log `level`: trace, debug, info, warn or error")
 	fs.Var(cfg.logFormat, "log-format", "log `format`: text or json (one object per line)")
 	fs.Var(&cfg.maxRecv, "max-recv-msg-size", "largest record batch a client may send (`size`: bytes, or with KiB, MiB, GiB)")
-	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch the server sends (`size`)")
+	fs.Var(&cfg.maxSend, "max-send-msg-size", "largest record batch (or last answer) the server sends (`size`)")
 	fs.IntVar(&cfg.streamsPerConn, "max-streams-per-conn", int(lim.MaxStreamsPerConn), "calls one connection may have open at once (`n`); the client queues the rest")
 	fs.IntVar(&cfg.maxCalls, "max-calls", lim.MaxCalls, "calls the server runs at once over all connections (`n`, -1 = no limit); more are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", lim.RequestTimeout, "longest a call may run when its client set no earlier deadline (`duration`, -1s = no limit)")
@@ -313,6 +313,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	opts.StreamBudget = int64(cfg.streamBudget)
 	opts.StallTimeout = cfg.stallTimeout
 	opts.CompactMemory = int64(cfg.maintMemory)
+	opts.MaxResultSize = int(cfg.maxSend) // the last action's one message
 	svc, err := flightserver.New(opts)
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
