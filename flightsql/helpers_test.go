@@ -329,13 +329,19 @@ func (s *sqlServer) plans(table string) [][2]int {
 // last-value index instead of segments.
 func (s *sqlServer) usedLastValues(table string) bool {
 	s.t.Helper()
+	return s.lastPlanFlag(table, "last_values")
+}
+
+// lastPlanFlag returns a boolean field of the newest plan of table.
+func (s *sqlServer) lastPlanFlag(table, field string) bool {
+	s.t.Helper()
 	var used bool
 	for _, line := range strings.Split(s.logs.String(), "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "sql plan" || m["table"] != table {
 			continue
 		}
-		used = m["last_values"] == true
+		used = m[field] == true
 	}
 	return used
 }

@@ -28,6 +28,9 @@ type queryPlan struct {
 	// consumed are the parameter numbers of the original text used by
 	// table-function calls, which the rewritten text no longer holds.
 	consumed map[int]bool
+	// direct, when set, answers the statement from a last-value index
+	// (lastdirect.go); DuckDB only describes it.
+	direct *directLast
 }
 
 // bindArgs returns the values to bind to the rewritten text: args without
@@ -54,8 +57,10 @@ type tablePlan struct {
 	Segments int // live segments in the snapshot
 	Planned  int // segments the view reads
 	// LastValues says the view reads the table's last-value index (the
-	// newest row per entity) instead of segments.
-	LastValues bool
+	// newest row per entity) instead of segments; Direct that the rows
+	// come from the index without DuckDB running the statement
+	// (lastdirect.go).
+	LastValues, Direct bool
 	// Ref is the reference's name when it names a version (cpu@v12).
 	Ref string
 }
@@ -192,6 +197,9 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 			return nil, err
 		}
 		segs, lastValues := s.pruneTable(ctx, tb, st, byKey[key], a.cteNames[asciiLower(key)], args)
+		if lastValues && len(keys) == 1 && len(byKey[key]) == 1 && len(a.funcs) == 0 {
+			p.direct = directFor(tb, st, byKey[key][0])
+		}
 		rel, files, err := s.relationSQL(at.table, st, segs)
 		if err != nil {
 			return nil, err
@@ -214,7 +222,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		if !inline[key] {
 			p.setup = append(p.setup, "CREATE OR REPLACE TEMP VIEW "+sqlIdent(key)+" AS "+rel)
 		}
-		tp := tablePlan{Name: at.table, Version: st.Version, Segments: len(st.Segments), Planned: len(segs), LastValues: lastValues}
+		tp := tablePlan{Name: at.table, Version: st.Version, Segments: len(st.Segments), Planned: len(segs), LastValues: lastValues, Direct: p.direct != nil}
 		if lastValues {
 			tp.Planned = 0
 		}
@@ -251,6 +259,12 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		}
 	}
 	p.params -= len(p.consumed)
+	if p.params != 0 || p.declared != 0 {
+		p.direct = nil
+		for i := range p.tables {
+			p.tables[i].Direct = false
+		}
+	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
 	text := q
 	for i, e := range edits {

@@ -486,6 +486,11 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 		return nil, err
 	}
 	s.logPlan(h.ID, plan)
+	if plan.direct != nil {
+		if rdr, ok, err := s.runDirect(ctx, sess, plan); err != nil || ok {
+			return rdr, err
+		}
+	}
 	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
 	if err != nil {
 		return nil, s.sqlStatus(err)
@@ -497,7 +502,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 func (s *Server) logPlan(id string, plan *queryPlan) {
 	for _, t := range plan.tables {
 		kv := []any{"query_id", id, "table", t.Name, "version", t.Version,
-			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments - t.Planned, "last_values", t.LastValues}
+			"segments", t.Segments, "planned", t.Planned, "pruned", t.Segments - t.Planned, "last_values", t.LastValues, "direct", t.Direct}
 		if t.Ref != "" {
 			kv = append(kv, "ref", t.Ref)
 		}

@@ -269,15 +269,38 @@ func TestLatestRowPerEntityFollowsTheTable(t *testing.T) {
 	ctx := ctxT(t)
 	const viaIndex = "SELECT DISTINCT ON (host) * FROM cpu ORDER BY host, ts DESC"
 	const viaSegments = "SELECT DISTINCT ON (host) * FROM cpu WHERE usage > -1e12 ORDER BY host, ts DESC"
+	// Each statement is answered from the index (directly, or by DuckDB
+	// over the index file) and through the segments (a WHERE that keeps
+	// every row): the same rows, in the same order, with the same schema.
+	shapes := []struct {
+		viaIndex, viaSegments string
+		direct                bool
+	}{
+		{viaIndex, viaSegments, true},
+		{"SELECT DISTINCT ON (host) usage, host FROM cpu ORDER BY host, ts DESC LIMIT 2",
+			"SELECT DISTINCT ON (host) usage, host FROM cpu WHERE usage > -1e12 ORDER BY host, ts DESC LIMIT 2", true},
+		{"SELECT DISTINCT ON (HOST) Ts, Host FROM cpu ORDER BY HOST, TS DESC",
+			"SELECT DISTINCT ON (HOST) Ts, Host FROM cpu WHERE usage > -1e12 ORDER BY HOST, TS DESC", true},
+		// Not the direct shape: DuckDB runs them over the index file.
+		{"SELECT DISTINCT ON (host) * FROM cpu ORDER BY host DESC, ts DESC",
+			"SELECT DISTINCT ON (host) * FROM cpu WHERE usage > -1e12 ORDER BY host DESC, ts DESC", false},
+		{"SELECT DISTINCT ON (host) * FROM cpu ORDER BY host, ts DESC LIMIT 2 OFFSET 1",
+			"SELECT DISTINCT ON (host) * FROM cpu WHERE usage > -1e12 ORDER BY host, ts DESC LIMIT 2 OFFSET 1", false},
+		{"SELECT DISTINCT ON (host) * EXCLUDE (usage) FROM cpu ORDER BY host, ts DESC",
+			"SELECT DISTINCT ON (host) * EXCLUDE (usage) FROM cpu WHERE usage > -1e12 ORDER BY host, ts DESC", false},
+	}
 	same := func(when string) {
 		t.Helper()
-		got := s.mustQuery(ctx, viaIndex).rowsOf()
-		if !s.usedLastValues("cpu") {
-			t.Fatalf("%s: the plan did not read the last-value index", when)
-		}
-		want := s.mustQuery(ctx, viaSegments).rowsOf()
-		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
-			t.Fatalf("%s:\n got %v\nwant %v", when, got, want)
+		for _, sh := range shapes {
+			g := s.mustQuery(ctx, sh.viaIndex)
+			if !s.usedLastValues("cpu") || s.lastPlanFlag("cpu", "direct") != sh.direct {
+				t.Fatalf("%s: %s: last values %v, direct %v; want the index, direct %v", when, sh.viaIndex, s.usedLastValues("cpu"), s.lastPlanFlag("cpu", "direct"), sh.direct)
+			}
+			w := s.mustQuery(ctx, sh.viaSegments)
+			got, want := g.rowsOf(), w.rowsOf()
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 || !g.schema.Equal(w.schema) {
+				t.Fatalf("%s: %s:\n got %v %s\nwant %v %s", when, sh.viaIndex, got, g.schema, want, w.schema)
+			}
 		}
 	}
 	put := func(start time.Time, n int, hosts ...string) {

@@ -268,6 +268,21 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		}
 		rq.release = release
 	}
+	if plan.direct != nil {
+		rdr, ok, err := plan.direct.rows(ctx, sc, s.alloc)
+		if err != nil {
+			if rq.release != nil {
+				rq.release() // the gate hold taken above
+			}
+			bindings.DestroyPrepare(&ps)
+			sess.close()
+			return nil, s.sqlStatus(err)
+		}
+		if ok {
+			rq.startDirect(ps, rdr)
+			return rq, nil
+		}
+	}
 	rq.start(ps)
 	return rq, nil
 }

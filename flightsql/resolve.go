@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -65,6 +66,14 @@ type tableRef struct {
 type latestShape struct {
 	distinct []string   // column names of the DISTINCT ON targets
 	order    []orderKey // the ORDER BY keys, in order
+	// What the direct answer needs (lastdirect.go): top says the SELECT
+	// is the statement itself, with no CTE; star a select list of one
+	// plain *, items otherwise (the columns as written); limit the LIMIT
+	// (-1: none; -2: an OFFSET or a LIMIT that is not a constant).
+	top   bool
+	star  bool
+	items []string
+	limit int64
 }
 
 // orderKey is one ORDER BY key that is a plain column.
@@ -329,6 +338,7 @@ func location(v any) int {
 // constrain attaches to each table reference the WHERE conjuncts of the
 // SELECT whose FROM clause holds it.
 func (a *analysis) constrain(stmt map[string]any) {
+	root, _ := stmt["node"].(map[string]any)
 	byLoc := map[int][]*tableRef{}
 	for _, r := range a.refs {
 		byLoc[r.loc] = append(byLoc[r.loc], r)
@@ -350,6 +360,9 @@ func (a *analysis) constrain(stmt map[string]any) {
 		single := len(from) == 1 && isBaseTable(m["from_table"])
 		if single && from[0].pruneOK {
 			from[0].latest = latestOf(m, from[0])
+			if l := from[0].latest; l != nil {
+				l.top = sameNode(m, root) && noCTE(m)
+			}
 		}
 		for _, c := range conjuncts(m["where_clause"]) {
 			col, cd, ok := comparison(c)
@@ -393,6 +406,8 @@ func latestOf(m map[string]any, r *tableRef) *latestShape {
 	// window function needs more than the newest rows, and an alias could
 	// give ORDER BY a name that is not the column's.
 	items, _ := m["select_list"].([]any)
+	shape := &latestShape{limit: -1}
+	plainStars := 0
 	for _, it := range items {
 		im, _ := it.(map[string]any)
 		switch str(im["class"]) {
@@ -405,17 +420,29 @@ func latestOf(m map[string]any, r *tableRef) *latestShape {
 			if ex, ok := im["expr"]; ok && ex != nil {
 				return nil // COLUMNS(...) and friends
 			}
+			ex1, _ := im["exclude_list"].([]any)
+			ex2, _ := im["qualified_exclude_list"].([]any)
+			if len(ex1) == 0 && len(ex2) == 0 && !isTrue(im["columns"]) {
+				plainStars++
+			}
 		case "COLUMN_REF":
 			col, ok := ownColumn(im, r)
 			if !ok || (str(im["alias"]) != "" && !asciiEqualFold(str(im["alias"]), col)) {
 				return nil
 			}
+			shape.items = append(shape.items, col)
 		default:
 			return nil
 		}
 	}
+	switch {
+	case len(items) == 1 && plainStars == 1:
+		shape.star = true
+	case len(shape.items) != len(items):
+		shape.items = nil // a * with EXCLUDE, or a mix: no direct answer
+		shape.limit = -2
+	}
 	mods, _ := m["modifiers"].([]any)
-	shape := &latestShape{}
 	for _, x := range mods {
 		mod, _ := x.(map[string]any)
 		switch str(mod["type"]) {
@@ -441,6 +468,9 @@ func latestOf(m map[string]any, r *tableRef) *latestShape {
 			}
 		case "LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER":
 			// applies after DISTINCT ON: keeps a subset of the answer rows
+			if shape.limit != -2 {
+				shape.limit = constantLimit(mod)
+			}
 		default:
 			return nil
 		}
@@ -634,4 +664,49 @@ func constant(m map[string]any) (valueExpr, bool) {
 		return v, true
 	}
 	return valueExpr{}, false
+}
+
+// constantLimit reads a LIMIT modifier: its row count when it is a plain
+// non-negative integer constant without OFFSET, else -2.
+func constantLimit(mod map[string]any) int64 {
+	if str(mod["type"]) != "LIMIT_MODIFIER" || mod["offset"] != nil {
+		return -2
+	}
+	lim, _ := mod["limit"].(map[string]any)
+	if str(lim["class"]) != "CONSTANT" {
+		return -2
+	}
+	val, _ := lim["value"].(map[string]any)
+	var n int64
+	switch v := val["value"].(type) {
+	case json.Number:
+		var err error
+		if n, err = v.Int64(); err != nil {
+			return -2
+		}
+	case float64:
+		if v != float64(int64(v)) || v > 1<<53 {
+			return -2
+		}
+		n = int64(v)
+	default:
+		return -2
+	}
+	if isTrue(val["is_null"]) || n < 0 {
+		return -2
+	}
+	return n
+}
+
+// sameNode reports whether a and b are the same parsed node (not equal
+// ones: the same map).
+func sameNode(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// noCTE reports whether a SELECT node defines no common table expression.
+func noCTE(m map[string]any) bool {
+	cte, _ := m["cte_map"].(map[string]any)
+	l, _ := cte["map"].([]any)
+	return len(l) == 0
 }

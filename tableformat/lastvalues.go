@@ -366,7 +366,10 @@ func (t *Table) buildLastIndex(ctx context.Context, st *State, base *lastIndex) 
 	var baseRec arrow.RecordBatch
 	if len(reuse) > 0 {
 		if baseRec, err = conformBatch(base.rec, canonical); err != nil {
-			return nil, err
+			// The base's columns do not fit the schema (a persisted index
+			// of a table whose column changed type): build from nothing.
+			t.opts.logger().Warn("the last-value index is rebuilt from the segments", "version", st.Version, "error", err)
+			return t.buildLastIndex(ctx, st, nil)
 		}
 		defer baseRec.Release()
 	}
