@@ -106,6 +106,13 @@ check add_columns.py "$url" -- \
   'old rows (before 2024-06-01T02:00:00Z): 2100, temp_c null in 2100' \
   'new rows: 120, temp_c null in 60, sum(temp_c) = 2450.50'
 
+check last_values.py "$url" -- \
+  'last cpu: 3 hosts, columns ts, host, usage, temp_c' \
+  'db1: ts=2024-06-01T01:59:50+00:00 usage=49.5 temp_c=None' \
+  'web1: ts=2024-06-01T02:19:50+00:00 usage=29.5 temp_c=40.75' \
+  'web2: ts=2024-06-01T01:59:50+00:00 usage=39.5 temp_c=None' \
+  'last cpu host=db1 [ts, usage]: ts=2024-06-01T01:59:50+00:00 usage=49.5 (1 row)'
+
 # The ADBC (Flight SQL) examples: bulk ingest into fresh uniquely named
 # tables, so they can run on any root.
 check ingest_adbc.py "$url" -- \
