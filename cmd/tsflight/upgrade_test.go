@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // treeSums is the SHA-256 of every file under root, by relative path.
@@ -66,7 +68,8 @@ func TestUpgradeCommand(t *testing.T) {
 		t.Fatalf("dry run:\n%s", out)
 	}
 	csv := cliLines(t, f.ok(t, "upgrade", "--dry-run", "--format", "csv", "old"))
-	if len(csv) != 3 || csv[0] != "step,state,detail" || !strings.HasPrefix(csv[1], "convert-log,planned,") {
+	if len(csv) != 4 || csv[0] != "step,state,detail" || !strings.HasPrefix(csv[1], "convert-log,planned,") ||
+		!strings.HasPrefix(csv[3], "last-values,planned,write the last-value index") {
 		t.Fatalf("csv dry run:\n%s", strings.Join(csv, "\n"))
 	}
 	if after := treeSums(t, f.root); !mapsEqual(after, before) {
@@ -100,6 +103,10 @@ func TestUpgradeCommand(t *testing.T) {
 	slices.Sort(scanAfter)
 	if !slices.Equal(scanAfter, scanBefore) {
 		t.Fatalf("scan after the upgrade differs:\n%s", strings.Join(scanAfter, "\n"))
+	}
+	// The upgrade wrote the last-value index of its version.
+	if _, err := os.Stat(filepath.Join(f.root, "old", filepath.FromSlash(tableformat.LastValuesPath(6)))); err != nil {
+		t.Fatalf("no last-value index after the upgrade: %v", err)
 	}
 	// Again: protocol 7 already, nothing to compact.
 	out = f.ok(t, "upgrade", "old")
