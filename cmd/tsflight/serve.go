@@ -106,6 +106,13 @@ requires client certificates. The files are read again on SIGHUP and when
 they change. Without authentication the server listens only on loopback
 addresses unless --insecure is given.
 
+Operations (docs/operations.md): --http HOST:PORT serves /healthz
+(liveness: 200, 503 once shutting down), /readyz (readiness: 200 when the
+root can be listed, else 503 and the reason) and /metrics (Prometheus)
+on a listener of its own, with TLS when the Flight port has it. Like
+--listen it is refused beyond loopback addresses without authentication
+(or --insecure); with tokens, /metrics asks for one.
+
 --demo fills an empty root with the demo table cpu first (TSBS-like CPU
 metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps). The
 table appears only once complete: an interrupted --demo leaves no part of
@@ -153,7 +160,8 @@ type serveConfig struct {
 	maintBusyShare  float64
 	demo            bool
 	sec             securityFlags
-	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
+	inlineTokens    string   // TSFLIGHT_AUTH_TOKENS
+	ops             opsFlags // --http (serve_http.go)
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -195,6 +203,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.BoolVar(&cfg.demo, "demo", false, "when the root holds no tables, create the demo table cpu (200 hosts, one day at 10 s, with gaps) before serving")
 	cfg.sec.register(fs)
+	cfg.ops.register(fs)
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
 	rest, err := fs.parse(e, args)
@@ -258,6 +267,9 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	if err := cfg.sec.check(cfg.listen, cfg.inlineTokens); err != nil {
 		return nil, err
 	}
+	if err := cfg.ops.check(&cfg.sec, cfg.inlineTokens); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -267,8 +279,9 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 // signature (a binary without SQL ignores them).
 type sqlSettings struct {
 	gate          *flightserver.Gate
-	memoryLimit   int64 // bytes; 0 = flightsql's default
-	preparedBytes int64 // bytes; 0 = flightsql's default
+	metrics       *flightserver.Metrics // nil: no --http, no metrics
+	memoryLimit   int64                 // bytes; 0 = flightsql's default
+	preparedBytes int64                 // bytes; 0 = flightsql's default
 }
 
 type sqlSettingsKey struct{}
@@ -335,13 +348,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	sqlCtx := withSQLSettings(ctx, &sqlSettings{gate: gate, memoryLimit: int64(cfg.sqlMemoryLimit), preparedBytes: int64(cfg.sqlPrepared)})
+	var metrics *flightserver.Metrics // only with --http: without it nothing reads them
+	if cfg.ops.addr != "" {
+		if metrics, err = flightserver.NewMetrics(svc, &flightserver.MetricsOptions{Gate: gate}); err != nil {
+			lis.Close()
+			return err
+		}
+	}
+	sqlCtx := withSQLSettings(ctx, &sqlSettings{gate: gate, metrics: metrics, memoryLimit: int64(cfg.sqlMemoryLimit), preparedBytes: int64(cfg.sqlPrepared)})
 	service, closeSQL, err := withSQL(sqlCtx, svc, log.Named("sql"), cfg.maxResultRows)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("starting Flight SQL: %w", err)
 	}
 	defer closeSQL()
+	var ops *opsServer
+	if cfg.ops.addr != "" {
+		if ops, err = startOps(cfg, sec, svc, metrics, log.Named("http")); err != nil {
+			lis.Close()
+			return err
+		}
+		defer ops.close() // before closeSQL: a scrape may ask DuckDB
+	}
 	conns := &connTracker{Listener: gate.Listener(lis), open: map[net.Conn]struct{}{}}
 	inFlight := &calls{log: log.Named("rpc")}
 	if cfg.memoryLimit > 0 {
@@ -356,7 +384,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
 	// unauthenticated calls is bounded too.
-	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
+	mws := []flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}
+	if metrics != nil { // first: it counts the calls the others refuse
+		mws = append([]flight.ServerMiddleware{metrics.Middleware()}, mws...)
+	}
+	srv := flight.NewServerWithMiddleware(mws, gopts...)
 	srv.RegisterFlightService(service)
 	srv.InitListener(conns)
 
@@ -381,7 +413,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log.Info("tsflight listening on " + lis.Addr().String())
 	printConnectHelp(e.stdout, connectInfo{addr: lis.Addr().String(), root: svc.Root(), demo: demo,
 		tls: sec.tls != nil, tokens: sec.tokens != nil || sec.inline != nil})
-	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
+	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs, ops: ops}
 	go func() { r.served <- srv.Serve() }()
 	if cfg.maintInterval > 0 {
 		mctx, stopMaint := context.WithCancel(ctx)
@@ -495,12 +527,16 @@ type running struct {
 	conns  *connTracker
 	calls  *calls
 	sigs   <-chan os.Signal
+	ops    *opsServer // nil: no --http
 }
 
 // shutdown stops accepting calls and waits for the calls in flight; after
 // timeout, or on another signal, it closes every connection, which cancels
 // the remaining calls, and waits for their handlers to return.
 func (r *running) shutdown(why string, timeout time.Duration) error {
+	if r.ops != nil {
+		r.ops.handler.BeginShutdown() // /healthz and /readyz answer 503 from now on
+	}
 	r.log.Info("shutting down: no new calls, waiting for calls in flight",
 		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
 	stopped := make(chan struct{})
