@@ -526,3 +526,28 @@ func TestMetricsCommitRaces(t *testing.T) {
 		}
 	}
 }
+
+// NewMetrics refuses what it cannot count, and Register what the registry
+// holds already.
+func TestMetricsRefusals(t *testing.T) {
+	if _, err := NewMetrics(nil, nil); err == nil || !strings.Contains(err.Error(), "metrics: no service") {
+		t.Errorf("NewMetrics(nil): %v", err)
+	}
+	s := startOpsServer(t, nil, nil)
+	c := newServiceCollector(s.svc, nil)
+	if err := s.metrics.Register(c); err == nil {
+		t.Error("registering the service's metrics twice succeeded")
+	}
+}
+
+// With client certificates as the only authentication, a request that
+// came without a verified certificate (not over TLS) is refused.
+func TestOpsMetricsNeedClientCertificate(t *testing.T) {
+	s := startOpsServer(t, nil, &OpsOptions{Auth: NewAuth(AuthOptions{ClientCertificates: true})})
+	if code, body := s.get("/metrics"); code != http.StatusUnauthorized || !strings.Contains(body, "a verified client certificate is required") {
+		t.Fatalf("/metrics without a certificate: %d %q, want 401", code, body)
+	}
+	if code, _ := s.get("/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+}
