@@ -167,6 +167,15 @@ func (m *Metrics) Middleware() flight.ServerMiddleware {
 	}
 }
 
+// ServerOptions are the Middleware as gRPC server options: with
+// flight.NewServerWithMiddleware, interceptors given as options run
+// before (outside) the middleware list, so the metrics count the calls
+// the middleware refuses too.
+func (m *Metrics) ServerOptions() []grpc.ServerOption {
+	mw := m.Middleware()
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream)}
+}
+
 // finish counts a call's end.
 func (m *Metrics) finish(method string, start time.Time, err error) {
 	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())

@@ -381,14 +381,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	gopts := append(gate.ServerOptions(sec.auth.Tap), svc.GRPCOptions()...) // zero-copy DoGet
 	gopts = append(gopts, sec.serverOptions()...)
+	if metrics != nil {
+		// Interceptors in the options run before the middleware below, so
+		// the metrics count the calls the middleware refuses too.
+		gopts = append(gopts, metrics.ServerOptions()...)
+	}
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
 	// unauthenticated calls is bounded too.
-	mws := []flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}
-	if metrics != nil { // first: it counts the calls the others refuse
-		mws = append([]flight.ServerMiddleware{metrics.Middleware()}, mws...)
-	}
-	srv := flight.NewServerWithMiddleware(mws, gopts...)
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
 	srv.InitListener(conns)
 
@@ -413,7 +414,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log.Info("tsflight listening on " + lis.Addr().String())
 	printConnectHelp(e.stdout, connectInfo{addr: lis.Addr().String(), root: svc.Root(), demo: demo,
 		tls: sec.tls != nil, tokens: sec.tokens != nil || sec.inline != nil})
-	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs, ops: ops}
+	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
 	go func() { r.served <- srv.Serve() }()
 	if cfg.maintInterval > 0 {
 		mctx, stopMaint := context.WithCancel(ctx)
@@ -430,8 +431,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	case err := <-r.served:
 		return fmt.Errorf("serving stopped: %w", err)
 	case sig := <-sigs:
+		ops.beginShutdown()
 		return r.shutdown(sig.String(), cfg.shutdownTimeout)
 	case <-ctx.Done():
+		ops.beginShutdown()
 		return r.shutdown(ctx.Err().Error(), cfg.shutdownTimeout)
 	}
 }
@@ -527,16 +530,12 @@ type running struct {
 	conns  *connTracker
 	calls  *calls
 	sigs   <-chan os.Signal
-	ops    *opsServer // nil: no --http
 }
 
 // shutdown stops accepting calls and waits for the calls in flight; after
 // timeout, or on another signal, it closes every connection, which cancels
 // the remaining calls, and waits for their handlers to return.
 func (r *running) shutdown(why string, timeout time.Duration) error {
-	if r.ops != nil {
-		r.ops.handler.BeginShutdown() // /healthz and /readyz answer 503 from now on
-	}
 	r.log.Info("shutting down: no new calls, waiting for calls in flight",
 		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
 	stopped := make(chan struct{})

@@ -110,6 +110,13 @@ func startOps(cfg *serveConfig, sec *security, svc *flightserver.Service, metric
 	return o, nil
 }
 
+// beginShutdown makes the probes answer 503 from now on (nil: no --http).
+func (o *opsServer) beginShutdown() {
+	if o != nil {
+		o.handler.BeginShutdown()
+	}
+}
+
 // close stops the endpoints, waiting a little for requests in flight.
 func (o *opsServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), opsCloseWait)

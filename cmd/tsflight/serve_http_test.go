@@ -294,6 +294,14 @@ func TestServeHTTPWithTLSAndTokens(t *testing.T) {
 	if code, _ := httpGet(t, client, url+"/healthz"); code != 200 {
 		t.Errorf("/healthz over TLS without a token: %d, want 200", code)
 	}
+	// A call the auth middleware refuses is counted with its code: the
+	// metrics run before the middleware.
+	fc := secureClient{t: t, uri: "grpc+tls://" + srv.addr, caFile: ca.File}
+	fc.refused(reader, []string{"action create-table needs write scope", "(permission denied)"}, createArgs("t1")...)
+	_, body := httpGet(t, client, url+"/metrics", "Authorization: Bearer "+reader)
+	if v, ok := metricValue(t, body, "tsflight_grpc_calls_total", "method=DoAction", "code=PermissionDenied"); !ok || v != 1 {
+		t.Errorf("DoAction PermissionDenied calls %v (present %v), want 1", v, ok)
+	}
 	if logs := srv.stderr.String(); strings.Contains(logs, reader) {
 		t.Error("the log quotes the token")
 	}
