@@ -50,9 +50,9 @@ type MetricsOptions struct {
 }
 
 // Metrics is the Prometheus instrumentation of one Service and the gRPC
-// server that serves it: [Metrics.Middleware] goes first in the Flight
-// server's middleware list, [Metrics.Registry] is what /metrics serves
-// (see OpsHandler).
+// server that serves it: [Metrics.ServerOptions] go to the gRPC server
+// (or [Metrics.Middleware] first in the Flight middleware list), and
+// [Metrics.Registry] is what /metrics serves (see OpsHandler).
 type Metrics struct {
 	reg *prometheus.Registry
 
