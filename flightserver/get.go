@@ -71,7 +71,15 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	defer b.release()
 	send := func(group []arrow.RecordBatch) error {
 		defer releaseAll(group)
-		return w.WriteGroup(group)
+		var rows int64
+		for _, b := range group {
+			rows += b.NumRows()
+		}
+		if err := w.WriteGroup(group); err != nil {
+			return err
+		}
+		s.CountRows(ViaDoGet, rows)
+		return nil
 	}
 	for {
 		mem.want(true)

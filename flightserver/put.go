@@ -75,6 +75,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		s.log.Debug("DoPut refused", "descriptor", rdr.LatestFlightDescriptor().String(), "error", err)
 		return err
 	}
+	s.CountRows(ViaDoPut, int64(res.Rows))
 	meta, err := json.Marshal(PutResult{Version: res.Version, Rows: res.Rows, Segment: res.Segment.Path})
 	if err != nil {
 		return Status(err)
@@ -157,18 +158,27 @@ func (r *putReader) Err() error {
 
 // Append appends one stream to tb as one segment and one commit, the way
 // DoPut does (same allocator and commit retries); errors are gRPC statuses.
+// The commit (or its conflict) is counted for the metrics; the rows are
+// the caller's to count (CountRows), as it knows how they came.
 func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.RecordReader) (*tableformat.AppendResult, error) {
-	opts := tableformat.DefaultAppendOptions()
-	if s.alloc != memory.DefaultAllocator {
-		opts.Alloc = s.alloc // tests count every byte
-	}
-	opts.MaxRetries = s.opts.AppendRetries
-	res, err := tb.Append(ctx, rdr, opts)
+	res, err := s.append(ctx, tb, rdr)
+	s.countAppend(res, err)
 	if err != nil {
 		return nil, Status(err)
 	}
 	s.noteAppend(tb) // maintenance may have a tier to merge now
 	return res, nil
+}
+
+// append is Append without the counting and the maintenance note: the
+// rehearsal of a put on a table in memory uses it.
+func (s *Service) append(ctx context.Context, tb *tableformat.Table, rdr array.RecordReader) (*tableformat.AppendResult, error) {
+	opts := tableformat.DefaultAppendOptions()
+	if s.alloc != memory.DefaultAllocator {
+		opts.Alloc = s.alloc // tests count every byte
+	}
+	opts.MaxRetries = s.opts.AppendRetries
+	return tb.Append(ctx, rdr, opts)
 }
 
 // OpenOrCreate opens table name or, when it does not exist, creates it as
@@ -241,6 +251,8 @@ func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, re
 		return invalid("DoPut: %v", err)
 	}
 	defer rdr.Release()
-	_, err = s.Append(ctx, tb, rdr)
-	return err
+	if _, err := s.append(ctx, tb, rdr); err != nil {
+		return Status(err)
+	}
+	return nil
 }

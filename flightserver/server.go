@@ -100,6 +100,7 @@ type Service struct {
 	// zeroCopy is set once GRPCOptions installed the zero-copy codec.
 	zeroCopy atomic.Bool
 	maint    *maintainer
+	traffic  traffic // counted for the metrics (metrics_service.go)
 }
 
 // New returns the service for opts.Root, creating the directory if needed.

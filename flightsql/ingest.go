@@ -121,6 +121,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, err
 	}
+	s.svc.CountRows(flightserver.ViaSQLIngest, int64(res.Rows))
 	s.log.Debug("ingest", "table", name, "version", res.Version, "rows", res.Rows)
 	return int64(res.Rows), nil
 }

@@ -581,7 +581,12 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		}
 		keep, over := budget.take(rec)
 		if over == nil {
-			return send(flight.StreamChunk{Data: rec})
+			n := rec.NumRows()
+			if !send(flight.StreamChunk{Data: rec}) {
+				return false
+			}
+			s.svc.CountRows(flightserver.ViaSQL, n)
+			return true
 		}
 		if keep > 0 {
 			head := rec.NewSlice(0, keep)
@@ -589,6 +594,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 			if !send(flight.StreamChunk{Data: head}) {
 				return false
 			}
+			s.svc.CountRows(flightserver.ViaSQL, keep)
 		} else {
 			rec.Release()
 		}
@@ -634,10 +640,13 @@ func (s *Server) startRun(id string, cancel context.CancelFunc) bool {
 		return false
 	}
 	s.running[id] = cancel
+	s.queriesRunning.Add(1)
 	return true
 }
 
+// endRun ends what a startRun that reported true started.
 func (s *Server) endRun(id string) {
+	s.queriesRunning.Add(-1)
 	s.cancelMu.Lock()
 	delete(s.running, id)
 	s.cancelMu.Unlock()

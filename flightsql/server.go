@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -158,6 +159,9 @@ type Server struct {
 	running  map[string]context.CancelFunc // statement id → cancel
 	// cancelled are statement ids cancelled before they ran, and when.
 	cancelled map[string]time.Time
+	// queriesRunning counts the DoGets running a query (metrics.go).
+	queriesRunning atomic.Int64
+	duckMem        duckMemory
 }
 
 // New starts the embedded DuckDB and returns the Flight SQL server of svc.

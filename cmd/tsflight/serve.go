@@ -106,6 +106,13 @@ requires client certificates. The files are read again on SIGHUP and when
 they change. Without authentication the server listens only on loopback
 addresses unless --insecure is given.
 
+Operations (docs/operations.md): --http HOST:PORT serves /healthz
+(liveness: 200, 503 once shutting down), /readyz (readiness: 200 when the
+root can be listed, else 503 and the reason) and /metrics (Prometheus)
+on a listener of its own, with TLS when the Flight port has it. Like
+--listen it is refused beyond loopback addresses without authentication
+(or --insecure); with tokens, /metrics asks for one.
+
 --demo fills an empty root with the demo table cpu first (TSBS-like CPU
 metrics of 200 hosts over 2016-01-01 at 10 s, with deliberate gaps). The
 table appears only once complete: an interrupted --demo leaves no part of
@@ -153,7 +160,8 @@ type serveConfig struct {
 	maintBusyShare  float64
 	demo            bool
 	sec             securityFlags
-	inlineTokens    string // TSFLIGHT_AUTH_TOKENS
+	inlineTokens    string   // TSFLIGHT_AUTH_TOKENS
+	ops             opsFlags // --http (serve_http.go)
 }
 
 func parseServeFlags(e *env, args []string) (*serveConfig, error) {
@@ -195,6 +203,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdown, "how long a shutdown waits for calls in flight before cancelling them (`duration`, 0 = at once)")
 	fs.BoolVar(&cfg.demo, "demo", false, "when the root holds no tables, create the demo table cpu (200 hosts, one day at 10 s, with gaps) before serving")
 	cfg.sec.register(fs)
+	cfg.ops.register(fs)
 	fs.fromEnv("root", "TSFLIGHT_ROOT")
 	fs.fromEnv("listen", "TSFLIGHT_LISTEN")
 	rest, err := fs.parse(e, args)
@@ -258,6 +267,9 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	if err := cfg.sec.check(cfg.listen, cfg.inlineTokens); err != nil {
 		return nil, err
 	}
+	if err := cfg.ops.check(&cfg.sec, cfg.inlineTokens); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -267,8 +279,9 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 // signature (a binary without SQL ignores them).
 type sqlSettings struct {
 	gate          *flightserver.Gate
-	memoryLimit   int64 // bytes; 0 = flightsql's default
-	preparedBytes int64 // bytes; 0 = flightsql's default
+	metrics       *flightserver.Metrics // nil: no --http, no metrics
+	memoryLimit   int64                 // bytes; 0 = flightsql's default
+	preparedBytes int64                 // bytes; 0 = flightsql's default
 }
 
 type sqlSettingsKey struct{}
@@ -335,13 +348,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	sqlCtx := withSQLSettings(ctx, &sqlSettings{gate: gate, memoryLimit: int64(cfg.sqlMemoryLimit), preparedBytes: int64(cfg.sqlPrepared)})
+	var metrics *flightserver.Metrics // only with --http: without it nothing reads them
+	if cfg.ops.addr != "" {
+		if metrics, err = flightserver.NewMetrics(svc, &flightserver.MetricsOptions{Gate: gate}); err != nil {
+			lis.Close()
+			return err
+		}
+	}
+	sqlCtx := withSQLSettings(ctx, &sqlSettings{gate: gate, metrics: metrics, memoryLimit: int64(cfg.sqlMemoryLimit), preparedBytes: int64(cfg.sqlPrepared)})
 	service, closeSQL, err := withSQL(sqlCtx, svc, log.Named("sql"), cfg.maxResultRows)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("starting Flight SQL: %w", err)
 	}
 	defer closeSQL()
+	var ops *opsServer
+	if cfg.ops.addr != "" {
+		if ops, err = startOps(cfg, sec, svc, metrics, log.Named("http")); err != nil {
+			lis.Close()
+			return err
+		}
+		defer ops.close() // before closeSQL: a scrape may ask DuckDB
+	}
 	conns := &connTracker{Listener: gate.Listener(lis), open: map[net.Conn]struct{}{}}
 	inFlight := &calls{log: log.Named("rpc")}
 	if cfg.memoryLimit > 0 {
@@ -353,6 +381,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	gopts := append(gate.ServerOptions(sec.auth.Tap), svc.GRPCOptions()...) // zero-copy DoGet
 	gopts = append(gopts, sec.serverOptions()...)
+	if metrics != nil {
+		// Interceptors in the options run before the middleware below, so
+		// the metrics count the calls the middleware refuses too.
+		gopts = append(gopts, metrics.ServerOptions()...)
+	}
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
 	// unauthenticated calls is bounded too.
@@ -398,8 +431,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	case err := <-r.served:
 		return fmt.Errorf("serving stopped: %w", err)
 	case sig := <-sigs:
+		ops.beginShutdown()
 		return r.shutdown(sig.String(), cfg.shutdownTimeout)
 	case <-ctx.Done():
+		ops.beginShutdown()
 		return r.shutdown(ctx.Err().Error(), cfg.shutdownTimeout)
 	}
 }

@@ -33,5 +33,11 @@ func withSQL(ctx context.Context, svc *flightserver.Service, log hclog.Logger, m
 	if err != nil {
 		return nil, nil, err
 	}
+	if set.metrics != nil {
+		if err := set.metrics.Register(srv.Collectors()...); err != nil {
+			srv.Close()
+			return nil, nil, fmt.Errorf("Flight SQL metrics: %w", err)
+		}
+	}
 	return srv.Service(), srv.Close, nil
 }
