@@ -139,7 +139,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 	case ActionLast:
 		return s.last(ctx, body)
 	}
-	return nil, status.Errorf(codes.InvalidArgument, "unknown action %q (ListActions lists them)", name)
+	return nil, UnknownAction(name, false)
 }
 
 // TableSpec is how to create a table: the body of the create-table action

@@ -162,11 +162,17 @@ const (
 //     any, since some clients fail on an answer without one.
 //   - A read-scope caller calling a writing method (scope.go) is
 //     PermissionDenied, before the handler reads anything more.
+//   - The health service (health.go) needs no credential: orchestrators
+//     probe without one, and it tells nothing but whether the server is
+//     up. A credential sent with it is not looked at.
 //
 // Messages never contain a secret; the token's name identifies it.
 func (a *Auth) Middleware() flight.ServerMiddleware {
 	return flight.ServerMiddleware{
 		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if isHealthMethod(info.FullMethod) {
+				return h(ctx, req)
+			}
 			p, err := a.authenticate(ctx)
 			if err != nil {
 				return nil, err
@@ -179,6 +185,9 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			ctx := ss.Context()
+			if isHealthMethod(info.FullMethod) { // Watch
+				return h(srv, ss)
+			}
 			if info.FullMethod == methodHandshake {
 				return a.handshake(ss)
 			}
@@ -220,9 +229,10 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 // runs, so clients without any credential could make the server hold
 // gigabytes (fifth review). It answers as the middleware does; the
 // middleware still runs (and judges scopes) for the calls it lets in.
-// With client certificates only, TLS has refused them already.
+// With client certificates only, TLS has refused them already. Calls of
+// the health service pass: they need no credential.
 func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if a.o.Tokens == nil {
+	if a.o.Tokens == nil || isHealthMethod(info.FullMethodName) {
 		return ctx, nil
 	}
 	secret, err := credentialOf(info.Header.Get(authorizationKey))

@@ -166,8 +166,8 @@ func readCatalogue() []badCase {
 			run: func(e *catEnv) error {
 				return e.infoErr(cmdDesc(e.t, `{"table":"cpu","start":"2024-06-02T00:00:00Z","end":"2024-06-01T00:00:00Z"}`))
 			}},
-		{name: "scan filter on a column that is not an entity column", category: scans, op: `GetFlightInfo CMD {"entities":{"usage_user":1}}`, code: codes.InvalidArgument, frags: []string{`"usage_user" is not an entity column`},
-			run: func(e *catEnv) error { return e.infoErr(cmdDesc(e.t, `{"table":"cpu","entities":{"usage_user":1}}`)) }},
+		{name: "scan filter on a column that is not an entity column", category: scans, op: `GetFlightInfo CMD {"entity":{"usage_user":1}}`, code: codes.InvalidArgument, frags: []string{`"usage_user" is not an entity column`},
+			run: func(e *catEnv) error { return e.infoErr(cmdDesc(e.t, `{"table":"cpu","entity":{"usage_user":1}}`)) }},
 		{name: "scan of a version that does not exist", category: scans, op: `GetFlightInfo CMD {"version":99}`, code: codes.NotFound, frags: []string{"version 99"},
 			run: func(e *catEnv) error { return e.infoErr(cmdDesc(e.t, `{"table":"cpu","version":99}`)) }},
 

@@ -48,6 +48,11 @@ type badCase struct {
 	// snapshot is taken after it.
 	setup func(e *catEnv)
 	run   func(e *catEnv) error
+	// row, when set, is the case's number in the doc (160 for F160):
+	// branches written side by side take ranges of their own, so that
+	// their numbers stay put when merged. It must exceed the number
+	// before it; 0 is that number plus one.
+	row int
 }
 
 // catEnv is what a case runs against: a server whose root holds table cpu
@@ -159,6 +164,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	cases = append(cases, rollbackCatalogue()...)
 	cases = append(cases, format6Catalogue()...)
 	cases = append(cases, lastCatalogue()...)
+	cases = append(cases, namesCatalogue()...)
 	if len(cases) < 40 {
 		t.Fatalf("the catalogue holds %d cases; issue 8 asks for at least 40", len(cases))
 	}
@@ -167,8 +173,17 @@ func TestBadInputCatalogue(t *testing.T) {
 		return
 	}
 	rows := make([]catalogueRow, len(cases))
+	num := 0
 	for i, c := range cases {
-		rows[i] = catalogueRow{category: c.category, name: c.name, client: "arrow-go Flight: " + c.op, code: c.code.String(), frags: c.frags}
+		switch {
+		case c.row == 0:
+			num++
+		case c.row <= num:
+			t.Fatalf("case %q asks for row F%d, after row F%d", c.name, c.row, num)
+		default:
+			num = c.row
+		}
+		rows[i] = catalogueRow{num: num, category: c.category, name: c.name, client: "arrow-go Flight: " + c.op, code: c.code.String(), frags: c.frags}
 	}
 	syncCatalogueDoc(t, "flight", catalogueSection("Arrow Flight (arrow-go client)", "F", "go test ./flightserver -run TestBadInputCatalogue", rows))
 	checkPythonCases(t)
@@ -213,6 +228,7 @@ exists in ` + "`examples/python/test_bad_input.py`" + `). Codes follow
 
 // catalogueRow is one line of a generated table.
 type catalogueRow struct {
+	num                          int // its number (0: its position)
 	category, name, client, code string
 	frags                        []string
 	writes                       string // "" = nothing
@@ -253,7 +269,11 @@ func catalogueSection(title, prefix, command string, rows []catalogueRow) string
 		if writes == "" {
 			writes = "nothing"
 		}
-		fmt.Fprintf(&b, "| %s%d | %s | %s | %s | `%s` | %s | %s |\n", prefix, i+1, mdCell(r.category), mdCell(r.name), mdCell(r.client), grpcName(r.code), strings.Join(frags, " · "), mdCell(writes))
+		num := r.num
+		if num == 0 {
+			num = i + 1
+		}
+		fmt.Fprintf(&b, "| %s%d | %s | %s | %s | `%s` | %s | %s |\n", prefix, num, mdCell(r.category), mdCell(r.name), mdCell(r.client), grpcName(r.code), strings.Join(frags, " · "), mdCell(writes))
 	}
 	return b.String()
 }

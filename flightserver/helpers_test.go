@@ -34,6 +34,7 @@ type testServer struct {
 	root   string
 	svc    *Service
 	srv    flight.Server
+	health *Health // registered on srv, SERVING
 	client flight.Client
 	srvMem *memory.CheckedAllocator
 	cliMem *memory.CheckedAllocator
@@ -79,6 +80,9 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...g
 	gopts = append(gopts, extra...)
 	ts.srv = flight.NewServerWithMiddleware(mw, gopts...)
 	ts.srv.RegisterFlightService(svc)
+	ts.health = NewHealth()
+	ts.health.Register(ts.srv)
+	ts.health.Serving()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
@@ -97,6 +101,7 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...g
 	}
 	t.Cleanup(func() {
 		ts.client.Close()
+		ts.health.Shutdown()
 		ts.srv.Shutdown()
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)

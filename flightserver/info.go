@@ -14,10 +14,13 @@ import (
 
 // requestOf turns a descriptor into a scan request: a PATH descriptor with
 // one element names the whole table; a CMD descriptor holds a JSON
-// ScanRequest.
-func requestOf(desc *flight.FlightDescriptor) (*ScanRequest, error) {
+// ScanRequest. call names the RPC in the refusal of an unknown shape.
+func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error) {
 	if desc == nil {
 		return nil, invalid("missing flight descriptor")
+	}
+	if err := UnknownDescriptor(call, desc, false); err != nil {
+		return nil, err
 	}
 	switch desc.Type {
 	case flight.DescriptorPATH:
@@ -36,12 +39,15 @@ func requestOf(desc *flight.FlightDescriptor) (*ScanRequest, error) {
 		if err := decodeStrict("command", desc.Cmd, &req); err != nil {
 			return nil, err
 		}
+		if err := req.normalize("command"); err != nil {
+			return nil, err
+		}
 		if err := ValidateTableName(req.Table); err != nil {
 			return nil, err
 		}
 		return &req, nil
 	}
-	return nil, invalid("unknown descriptor type %v", desc.Type)
+	return nil, invalid("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(desc.Type), descriptorForms(call, false))
 }
 
 // resolve opens the request's table and its pinned (or newest) snapshot.
@@ -173,7 +179,7 @@ func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor,
 			}
 		}
 	}
-	if len(req.Start) == 0 && len(req.End) == 0 && len(req.Entities) == 0 {
+	if len(req.Start) == 0 && len(req.End) == 0 && len(req.Entity) == 0 {
 		info.TotalRecords = int64(rows)
 	}
 	return info, nil
@@ -182,7 +188,7 @@ func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor,
 // GetFlightInfo plans a scan: the whole table for a PATH descriptor, the
 // pruned range of a CMD descriptor.
 func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	req, err := requestOf(desc)
+	req, err := requestOf("GetFlightInfo", desc)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +198,7 @@ func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescript
 // GetSchema returns the schema a scan of the descriptor would return. The
 // request is checked as GetFlightInfo checks it.
 func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	req, err := requestOf(desc)
+	req, err := requestOf("GetSchema", desc)
 	if err != nil {
 		return nil, err
 	}

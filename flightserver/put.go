@@ -90,9 +90,12 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 	if desc == nil {
 		return nil, invalid("DoPut: the first message must carry a flight descriptor naming the table")
 	}
+	if err := UnknownDescriptor("DoPut", desc, false); err != nil {
+		return nil, err
+	}
 	switch desc.Type {
 	case flight.DescriptorPATH:
-		req, err := requestOf(desc)
+		req, err := requestOf("DoPut", desc)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +120,7 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first, false)
 		return tb, err
 	}
-	return nil, invalid("DoPut: unknown descriptor type %v", desc.Type)
+	return nil, invalid("DoPut: unknown descriptor type %s: send %s", descriptorTypeName(desc.Type), descriptorForms("DoPut", false))
 }
 
 // putReader is the record reader of a DoPut stream. It can look ahead to

@@ -3,6 +3,7 @@ package flightserver
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +22,33 @@ type ScanRequest struct {
 	End   json.RawMessage `json:"end,omitempty"`
 	// Columns to return, in order (all when empty).
 	Columns []string `json:"columns,omitempty"`
-	// Entities keeps rows whose entity columns equal these values.
+	// Entity keeps rows whose entity columns equal these values
+	// ({column: value}, any subset of the entity columns): the field the
+	// coverage, gaps and last actions take too.
+	Entity map[string]json.RawMessage `json:"entity,omitempty"`
+	// Entities is the deprecated spelling of Entity, still accepted;
+	// normalize moves it to Entity. A request may not give both.
 	Entities map[string]json.RawMessage `json:"entities,omitempty"`
 	// Version pins the snapshot (the newest when absent).
 	Version *uint64 `json:"version,omitempty"`
+
+	// entityField is the spelling the request used, for messages
+	// ("entity" unless normalize found "entities").
+	entityField string
+}
+
+// normalize moves the deprecated "entities" to Entity, refusing a request
+// (what: "command", "ticket") that gives both spellings.
+func (r *ScanRequest) normalize(what string) error {
+	r.entityField = "entity"
+	if r.Entities == nil {
+		return nil
+	}
+	if r.Entity != nil {
+		return invalid(`%s: both "entity" and "entities" are given; send "entity" only ("entities" is its deprecated spelling)`, what)
+	}
+	r.Entity, r.Entities, r.entityField = r.Entities, nil, "entities"
+	return nil
 }
 
 // MaxJSONBody bounds a JSON request body (an action body, a command
@@ -52,12 +76,33 @@ func decodeStrict(what string, data []byte, v any) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return invalid("%s: malformed JSON body: %v", what, err)
+		return invalid("%s: malformed JSON body: %v%s", what, err, spellingHint(err, v))
 	}
 	if dec.More() {
 		return invalid("%s: unexpected data after the JSON body", what)
 	}
 	return nil
+}
+
+// spellingHint points a request that sent "entities" where only "entity"
+// is taken (the actions) to the one spelling.
+func spellingHint(err error, v any) string {
+	if !strings.Contains(err.Error(), `unknown field "entities"`) {
+		return ""
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == "entity" {
+			return ` (the entity filter is spelled "entity")`
+		}
+	}
+	return ""
 }
 
 // duplicateKey finds a key given twice in one object of a JSON value,
@@ -216,10 +261,14 @@ func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tablefor
 		}
 		opts.End = &v
 	}
-	if len(req.Entities) > 0 {
+	if len(req.Entity) > 0 {
+		field := req.entityField
+		if field == "" {
+			field = "entity"
+		}
 		opts.Entities = map[string]tableformat.EntityValue{}
-		for col, raw := range req.Entities {
-			v, err := parseEntityValue("entities", col, raw, st)
+		for col, raw := range req.Entity {
+			v, err := parseEntityValue(field, col, raw, st)
 			if err != nil {
 				return opts, err
 			}

@@ -148,10 +148,10 @@ func TestScanColumnsAndEntities(t *testing.T) {
 	}
 	sameRows(t, "columns []", got.rows, model)
 
-	// Entities filter, combined with a range and a projection that leaves
+	// Entity filter, combined with a range and a projection that leaves
 	// out the filtered column.
 	info = ts.info(ctx, cmdDesc(t, map[string]any{
-		"table": "cpu", "entities": map[string]any{"hostname": "host_1"},
+		"table": "cpu", "entity": map[string]any{"hostname": "host_1"},
 		"start": rfc(timeOfStep(500)), "end": rfc(timeOfStep(1500)), "columns": []string{"ts", "usage_user"},
 	}))
 	if got, err = ts.fetchAll(ctx, info); err != nil {
@@ -180,9 +180,9 @@ func TestScanColumnsAndEntities(t *testing.T) {
 	wantCode(t, "GetSchema unknown column", err, codes.InvalidArgument, `"nope"`)
 	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "columns": []string{"ts", "ts"}}))
 	wantCode(t, "repeated column", err, codes.InvalidArgument, `"ts"`)
-	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "entities": map[string]any{"usage_user": 1}}))
+	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "entity": map[string]any{"usage_user": 1}}))
 	wantCode(t, "non-entity filter", err, codes.InvalidArgument, `"usage_user"`)
-	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "entities": map[string]any{"hostname": 7}}))
+	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "entity": map[string]any{"hostname": 7}}))
 	wantCode(t, "entity of the wrong type", err, codes.InvalidArgument, "hostname", "7")
 	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, map[string]any{"table": "cpu", "start": "yesterday"}))
 	wantCode(t, "bad start", err, codes.InvalidArgument, "start", "yesterday")
@@ -361,14 +361,14 @@ func TestScanIntegerEntities(t *testing.T) {
 	if _, err := ts.put(ctx, pathDesc("sensors"), schema, rec); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ts.fetchAll(ctx, ts.info(ctx, cmdDesc(t, `{"table":"sensors","entities":{"site":2,"sensor":12},"columns":["temp"]}`)))
+	got, err := ts.fetchAll(ctx, ts.info(ctx, cmdDesc(t, `{"table":"sensors","entity":{"site":2,"sensor":12},"columns":["temp"]}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.extra["temp"]) != 20 {
 		t.Fatalf("site 2 sensor 12: %d rows, want 20", len(got.extra["temp"]))
 	}
-	if got, err = ts.fetchAll(ctx, ts.info(ctx, cmdDesc(t, `{"table":"sensors","entities":{"site":1}}`))); err != nil || len(got.extra["temp"]) != 90 {
+	if got, err = ts.fetchAll(ctx, ts.info(ctx, cmdDesc(t, `{"table":"sensors","entity":{"site":1}}`))); err != nil || len(got.extra["temp"]) != 90 {
 		t.Fatalf("site 1 (a partial identity): %d rows, %v; want 90", len(got.extra["temp"]), err)
 	}
 	res, err := ts.action(ctx, ActionCoverage, `{"table":"sensors","start":"2024-06-01T00:00:00Z","end":"2024-06-01T00:30:00Z","entity":{"site":2,"sensor":12}}`)
@@ -379,8 +379,8 @@ func TestScanIntegerEntities(t *testing.T) {
 		"entity":{"site":2,"sensor":12},"intervals":30,"identities":1,"expected":30,"covered":20,"ratio":0.6666666666666666}`)
 	_, err = ts.action(ctx, ActionCoverage, `{"table":"sensors","start":"2024-06-01T00:00:00Z","end":"2024-06-01T00:30:00Z","entity":{"site":2}}`)
 	wantCode(t, "partial identity in coverage", err, codes.InvalidArgument, "sensor")
-	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, `{"table":"sensors","entities":{"site":3000000000}}`))
+	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, `{"table":"sensors","entity":{"site":3000000000}}`))
 	wantCode(t, "int32 entity out of range", err, codes.InvalidArgument, "site", "3000000000")
-	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, `{"table":"sensors","entities":{"sensor":-1}}`))
+	_, err = ts.client.GetFlightInfo(ctx, cmdDesc(t, `{"table":"sensors","entity":{"sensor":-1}}`))
 	wantCode(t, "negative uint64 entity", err, codes.InvalidArgument, "sensor", "-1")
 }

@@ -1,8 +1,10 @@
 package flightserver
 
 // Scopes of calls: which Flight and Flight SQL calls change tables and so
-// need ScopeWrite. Everything not listed as reading is writing, so a call
-// added later is refused to read tokens until it is classified here.
+// need ScopeWrite. Every method and action a service has that is not
+// listed as reading is writing, so a call added later is refused to read
+// tokens until it is classified here. (An action no service has reads:
+// its handler refuses it, naming the actions there are.)
 
 import (
 	"strings"
@@ -92,7 +94,7 @@ func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
 }
 
 // classifyAction judges a DoAction by its type (and vacuum and check by
-// their body).
+// their body). An action no service knows reads: it is refused anyway.
 func classifyAction(a *flight.Action) (what string, write bool) {
 	typ := a.GetType()
 	what = "action " + truncate(typ, 64)
@@ -128,6 +130,11 @@ func classifyAction(a *flight.Action) (what string, write bool) {
 		if body.Paused != nil {
 			return "action maintenance with paused", true
 		}
+		return what, false
+	}
+	if !IsAction(typ) && !IsFlightSQLAction(typ) {
+		// No service runs it: the handler refuses it naming what there
+		// is (UnknownAction), to a read token as to any.
 		return what, false
 	}
 	return what, !readActions[typ]

@@ -68,10 +68,18 @@ func TestScopeFlightActionsClassified(t *testing.T) {
 			t.Errorf("the expected table holds %q, which ListActions does not list", typ)
 		}
 	}
-	// An action nobody classified writes.
-	for _, typ := range []string{"drop-table", "Describe-Table", "", "describe-table "} {
-		if _, write := classifyAction(&flight.Action{Type: typ}); !write {
-			t.Errorf("unclassified action %q is read", typ)
+	// An action no service knows runs nothing: it passes as a read, so
+	// that a read token too hears what the actions are (UnknownAction)
+	// instead of PERMISSION_DENIED. A known one that readActions does not
+	// list writes (the table above; a new action fails it until classified).
+	for _, typ := range []string{"drop-table", "Describe-Table", "", "describe-table ", "rollbak"} {
+		if _, write := classifyAction(&flight.Action{Type: typ}); write {
+			t.Errorf("unknown action %q needs write scope", typ)
+		}
+	}
+	for _, typ := range FlightSQLActions() {
+		if _, write := classifyAction(&flight.Action{Type: typ}); write != !readActions[typ] {
+			t.Errorf("Flight SQL action %s: write=%v, want %v", typ, write, !readActions[typ])
 		}
 	}
 	long := string(make([]byte, 200))

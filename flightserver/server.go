@@ -109,6 +109,9 @@ func New(opts *Options) (*Service, error) {
 	if o.Root == "" {
 		return nil, invalid("the root directory is not set")
 	}
+	if err := CheckLocalRoot(o.Root); err != nil {
+		return nil, err
+	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return nil, err

@@ -28,10 +28,16 @@ func encodeTicket(t *ticket) []byte {
 
 func decodeTicket(b []byte) (*ticket, error) {
 	if !IsTicket(b) {
-		return nil, invalid("ticket: not a tsflight ticket (get tickets from GetFlightInfo)")
+		if err := refuseFlightSQL(b); err != nil {
+			return nil, err
+		}
+		return nil, UnknownTicket(b, false)
 	}
 	var t ticket
 	if err := decodeStrict("ticket", b[len(ticketPrefix):], &t); err != nil {
+		return nil, err
+	}
+	if err := t.normalize("ticket"); err != nil {
 		return nil, err
 	}
 	if t.Version == nil {

@@ -571,6 +571,7 @@ func sqlSnapshotDiff(before, after map[string]string) []string {
 
 func TestSQLBadInputCatalogue(t *testing.T) {
 	cases := append(sqlCatalogue(), asOfCatalogue()...)
+	cases = append(cases, namesSQLCatalogue()...)
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%02d %s (%s)", i+1, c.name, c.client), func(t *testing.T) {
 			var a *sqlAuthEnv

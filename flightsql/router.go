@@ -4,10 +4,15 @@ package flightsql
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tsflight/tsflight/flightserver"
@@ -17,7 +22,9 @@ import (
 // Flight SQL server rejects whatever is not a Flight SQL command, so the
 // router sends path descriptors, tsflight's JSON commands, tickets and
 // actions, and ListFlights to the plain Flight service, and the rest to
-// Flight SQL.
+// Flight SQL. What neither side takes (an unknown action, Flight SQL
+// message type, descriptor or ticket shape) it refuses itself, naming what
+// was sent and what is accepted (flightserver.UnknownAction and the like).
 type router struct {
 	flight.FlightServer // Flight SQL
 	svc                 *flightserver.Service
@@ -42,16 +49,82 @@ func sqlDescriptor(d *flight.FlightDescriptor) bool {
 	return d != nil && d.Type == flight.DescriptorCMD && isSQL(d.Cmd)
 }
 
+// The Flight SQL messages each call takes: the cases of arrow-go's Flight
+// SQL server (flightsql.flightSqlServer in arrow-go v18). The router
+// refuses any other one itself, naming it (arrow-go answers "requested
+// command is invalid", or "the defined request is invalid").
+var (
+	sqlDescriptorCommands = []string{
+		"CommandStatementQuery", "CommandStatementSubstraitPlan", "CommandPreparedStatementQuery",
+		"CommandGetCatalogs", "CommandGetDbSchemas", "CommandGetTables", "CommandGetTableTypes",
+		"CommandGetXdbcTypeInfo", "CommandGetSqlInfo", "CommandGetPrimaryKeys",
+		"CommandGetExportedKeys", "CommandGetImportedKeys", "CommandGetCrossReference",
+	}
+	sqlTicketTypes = []string{
+		"TicketStatementQuery", "CommandPreparedStatementQuery",
+		"CommandGetCatalogs", "CommandGetDbSchemas", "CommandGetTables", "CommandGetTableTypes",
+		"CommandGetXdbcTypeInfo", "CommandGetSqlInfo", "CommandGetPrimaryKeys",
+		"CommandGetExportedKeys", "CommandGetImportedKeys", "CommandGetCrossReference",
+	}
+	sqlPutCommands = []string{
+		"CommandStatementUpdate", "CommandStatementSubstraitPlan", "CommandPreparedStatementQuery",
+		"CommandPreparedStatementUpdate", "CommandStatementIngest",
+	}
+)
+
+// checkSQL refuses the Flight SQL message b (a packed Any: isSQL) when
+// call does not take its type: holder is what carried it ("descriptor",
+// "ticket"), accepted the types call takes. The refusal names the type
+// URL sent, the nearest accepted type and all of them.
+func checkSQL(call, holder string, b []byte, accepted []string) error {
+	var a anypb.Any
+	if err := proto.Unmarshal(b, &a); err != nil {
+		return nil // isSQL said it parses; arrow-go answers otherwise
+	}
+	url := a.GetTypeUrl()
+	name := strings.TrimPrefix(url, sqlTypePrefix)
+	if slices.Contains(accepted, name) {
+		return nil
+	}
+	list := strings.Join(accepted, ", ")
+	shown := url
+	if len(shown) > 128 {
+		shown = shown[:128] + "…"
+	}
+	if _, err := protoregistry.GlobalTypes.FindMessageByURL(url); err == nil {
+		return status.Errorf(codes.InvalidArgument, "%s: the Flight SQL message %q is not one a %s takes; a Flight SQL %s holds one of: %s",
+			call, shown, holder, holder, list)
+	}
+	hint := "."
+	if c := flightserver.Closest(name, accepted); c != "" {
+		hint = fmt.Sprintf("; did you mean %q?", c)
+	}
+	return status.Errorf(codes.InvalidArgument, "%s: unknown Flight SQL message type %q%s A Flight SQL %s holds one of: %s",
+		call, shown, hint, holder, list)
+}
+
 func (r *router) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	if sqlDescriptor(d) {
+		if err := checkSQL("GetFlightInfo", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
+			return nil, err
+		}
 		return r.FlightServer.GetFlightInfo(ctx, d)
+	}
+	if err := flightserver.UnknownDescriptor("GetFlightInfo", d, true); err != nil {
+		return nil, err
 	}
 	return r.svc.GetFlightInfo(ctx, d)
 }
 
 func (r *router) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	if sqlDescriptor(d) {
+		if err := checkSQL("GetSchema", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
+			return nil, err
+		}
 		return r.FlightServer.GetSchema(ctx, d)
+	}
+	if err := flightserver.UnknownDescriptor("GetSchema", d, true); err != nil {
+		return nil, err
 	}
 	return r.svc.GetSchema(ctx, d)
 }
@@ -59,6 +132,12 @@ func (r *router) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*fl
 func (r *router) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	if flightserver.IsTicket(t.GetTicket()) {
 		return r.svc.DoGet(t, stream)
+	}
+	if !isSQL(t.GetTicket()) {
+		return flightserver.UnknownTicket(t.GetTicket(), true)
+	}
+	if err := checkSQL("DoGet", "ticket", t.GetTicket(), sqlTicketTypes); err != nil {
+		return err
 	}
 	// arrow-go's Flight SQL DoGet returns on a failed write without
 	// releasing the batch it was writing; with failures kept here, every
@@ -86,10 +165,13 @@ func (k *keepFailure) Send(d *flight.FlightData) error {
 }
 
 func (r *router) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
-	if flightserver.IsAction(a.GetType()) {
+	switch {
+	case flightserver.IsAction(a.GetType()):
 		return r.svc.DoAction(a, stream)
+	case flightserver.IsFlightSQLAction(a.GetType()):
+		return r.FlightServer.DoAction(a, stream)
 	}
-	return r.FlightServer.DoAction(a, stream)
+	return flightserver.UnknownAction(a.GetType(), true)
 }
 
 func (r *router) ListActions(e *flight.Empty, stream flight.FlightService_ListActionsServer) error {
@@ -112,8 +194,13 @@ func (r *router) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	rs := &replayStream{FlightService_DoPutServer: stream, first: first}
-	if sqlDescriptor(first.GetFlightDescriptor()) {
+	if d := first.GetFlightDescriptor(); sqlDescriptor(d) {
+		if err := checkSQL("DoPut", "descriptor", d.Cmd, sqlPutCommands); err != nil {
+			return err
+		}
 		return r.FlightServer.DoPut(rs)
+	} else if err := flightserver.UnknownDescriptor("DoPut", d, true); err != nil {
+		return err
 	}
 	return r.svc.DoPut(rs)
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 // ---- helpers shared by this package's router, ingest, metadata, prepared
@@ -334,11 +336,13 @@ func TestRouterActions(t *testing.T) {
 	// Errors of tsflight actions keep their codes through the router.
 	_, err := s.actionJSON(ctx, "describe-table", map[string]any{"table": "nosuch"})
 	wantCode(t, "describe-table nosuch", err, codes.NotFound, "nosuch")
-	// An action neither side knows.
+	// An action neither side knows: the router names it and lists both
+	// sides' actions (not arrow-go's "the defined request is invalid.").
 	_, err = s.doAction(ctx, "no-such-action", nil)
-	if err == nil {
-		t.Fatal("unknown action: no error")
-	}
+	wantCode(t, "unknown action", err, codes.InvalidArgument, `unknown action "no-such-action". The actions are: create-table, `,
+		"; Flight SQL: "+strings.Join(flightserver.FlightSQLActions(), ", "))
+	_, err = s.doAction(ctx, "gapps", nil)
+	wantCode(t, "unknown action near gaps", err, codes.InvalidArgument, `did you mean "gaps"?`)
 }
 
 func TestRouterListActions(t *testing.T) {
@@ -373,6 +377,18 @@ func TestRouterListActions(t *testing.T) {
 			t.Errorf("ListActions lists %s twice: %v", n, names)
 		}
 		seen[n] = true
+		// The router sends every listed action somewhere.
+		if !flightserver.IsAction(n) && !flightserver.IsFlightSQLAction(n) {
+			t.Errorf("ListActions lists %s, which the router refuses as unknown", n)
+		}
+	}
+	// Every Flight SQL action reaches arrow-go's Flight SQL server (which
+	// may refuse its empty body, but not as an unknown action).
+	for _, n := range flightserver.FlightSQLActions() {
+		_, err := s.doAction(ctx, n, nil)
+		if err != nil && strings.Contains(err.Error(), "unknown action") {
+			t.Errorf("Flight SQL action %s: %v", n, err)
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func runScan(ctx context.Context, e *env, args []string) error {
 		req["columns"] = []string(columns)
 	}
 	if m := entities.request(); m != nil {
-		req["entities"] = m
+		req["entity"] = m
 	}
 	if version.v != nil {
 		req["version"] = *version.v

@@ -56,6 +56,11 @@ binary was built with -tags duckdb_arrow.
 When the port is bound it logs "tsflight listening on HOST:PORT" with the
 real address, so --listen 127.0.0.1:0 picks a free port.
 
+--root is a local directory: a URL (s3://…, file://…) is refused; mount
+object storage and give the mount point. The port also answers the gRPC
+health service (grpc.health.v1, no token needed): SERVING while it serves,
+NOT_SERVING from the moment a shutdown begins.
+
 SIGINT or SIGTERM stops accepting calls and lets the calls in flight finish.
 After --shutdown-timeout (or on a second signal) the remaining calls are
 cancelled: an interrupted DoPut commits nothing. The exit code is 0 after a
@@ -220,6 +225,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("unexpected argument %q (flags start with --)", rest[0])
 	case cfg.root == "":
 		return nil, usagef("--root is required (or set TSFLIGHT_ROOT)")
+	case flightserver.CheckLocalRoot(cfg.root) != nil: // "root s3://… is a URL …"
+		return nil, usagef("--%s", status.Convert(flightserver.CheckLocalRoot(cfg.root)).Message())
 	case cfg.listen == "":
 		return nil, usagef("--listen is empty")
 	case cfg.maxRecv < 1 || cfg.maxRecv > maxMsgSize:
@@ -391,6 +398,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// unauthenticated calls is bounded too.
 	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
+	health := flightserver.NewHealth() // grpc.health.v1: NOT_SERVING until Serve
+	health.Register(srv)
 	srv.InitListener(conns)
 
 	sigs := make(chan os.Signal, 2)
@@ -414,7 +423,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log.Info("tsflight listening on " + lis.Addr().String())
 	printConnectHelp(e.stdout, connectInfo{addr: lis.Addr().String(), root: svc.Root(), demo: demo,
 		tls: sec.tls != nil, tokens: sec.tokens != nil || sec.inline != nil})
-	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs}
+	r := &running{log: log, srv: srv, served: make(chan error, 1), conns: conns, calls: inFlight, sigs: sigs, health: health}
+	health.Serving()
 	go func() { r.served <- srv.Serve() }()
 	if cfg.maintInterval > 0 {
 		mctx, stopMaint := context.WithCancel(ctx)
@@ -530,12 +540,16 @@ type running struct {
 	conns  *connTracker
 	calls  *calls
 	sigs   <-chan os.Signal
+	health *flightserver.Health
 }
 
 // shutdown stops accepting calls and waits for the calls in flight; after
 // timeout, or on another signal, it closes every connection, which cancels
 // the remaining calls, and waits for their handlers to return.
 func (r *running) shutdown(why string, timeout time.Duration) error {
+	// Health checks say NOT_SERVING from here on; open Watch streams
+	// send it and end, so that they do not hold the graceful stop.
+	r.health.Shutdown()
 	r.log.Info("shutting down: no new calls, waiting for calls in flight",
 		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
 	stopped := make(chan struct{})

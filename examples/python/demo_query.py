@@ -59,7 +59,7 @@ def main():
     check("tables", sorted(tables), ["cpu"])
     check("cpu rows (ListFlights total_records)", tables["cpu"].total_records, expected_rows())
 
-    host7 = {"table": "cpu", "entities": {"hostname": "host_7"}}
+    host7 = {"table": "cpu", "entity": {"hostname": "host_7"}}
     check("host_7 rows 04:00-06:30", scan_rows(client, {**host7, "start": "2016-01-01T04:00:00Z", "end": "2016-01-01T06:30:00Z"}), 0)
     check("host_7 rows 07:00-08:00", scan_rows(client, {**host7, "start": "2016-01-01T07:00:00Z", "end": "2016-01-01T08:00:00Z"}), 360)
 

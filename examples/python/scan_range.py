@@ -4,7 +4,7 @@
   python3 scan_range.py grpc://127.0.0.1:8815
 
 GetFlightInfo takes a CMD descriptor whose body is a JSON scan request:
-{"table", "start", "end", "columns", "entities"}; start is inclusive, end
+{"table", "start", "end", "columns", "entity"}; start is inclusive, end
 exclusive. The server prunes segments, row groups and pages to the range
 and splits the plan into endpoints; each endpoint's ticket is pinned to the
 table version the plan was made on, so the parts add up to one consistent
@@ -39,7 +39,7 @@ def run(url):
     print("rows per host:", ", ".join("%s=%d" % (h, counts[h]) for h in sorted(counts)))
 
     # The same request restricted to one entity.
-    request["entities"] = {"host": "db1"}
+    request["entity"] = {"host": "db1"}
     db1 = fetch_all(client, client.get_flight_info(command(request)))
     print("rows for host db1: %d" % db1.num_rows)
 
