@@ -46,7 +46,14 @@ type Auth struct {
 	o   AuthOptions
 	log hclog.Logger
 	now func() time.Time
+	// refused, when set (OnTapRefusal), hears of every call Tap refuses:
+	// no interceptor sees those calls.
+	refused func(fullMethod string)
 }
+
+// OnTapRefusal makes Tap call f with the full method name of every call it
+// refuses (Metrics.CountRefused counts them). Call it before serving.
+func (a *Auth) OnTapRefusal(f func(fullMethod string)) { a.refused = f }
 
 // NewAuth returns the authenticator o describes.
 func NewAuth(o AuthOptions) *Auth {
@@ -245,6 +252,9 @@ func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		// does refused calls.
 		a.log.Debug(methodName(info.FullMethodName)+" refused", "code", codes.Unauthenticated.String(),
 			"peer", peerAddr(ctx), "error", status.Convert(err).Message())
+		if a.refused != nil {
+			a.refused(info.FullMethodName)
+		}
 		return ctx, err
 	}
 	// The middleware takes the caller from here instead of looking the

@@ -12,6 +12,7 @@ package flightserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -174,6 +175,19 @@ func (m *Metrics) Middleware() flight.ServerMiddleware {
 func (m *Metrics) ServerOptions() []grpc.ServerOption {
 	mw := m.Middleware()
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream)}
+}
+
+// CountRefused counts a call refused before any interceptor saw it (the
+// authentication tap: Auth.OnTapRefusal) as an UNAUTHENTICATED call of its
+// method. Only the methods of the Flight and health services are
+// labelled by name, others as "other", so that a client cannot grow the
+// label set.
+func (m *Metrics) CountRefused(fullMethod string) {
+	method := "other"
+	if strings.HasPrefix(fullMethod, "/arrow.flight.protocol.FlightService/") {
+		method = methodName(fullMethod)
+	}
+	m.calls.WithLabelValues(method, codes.Unauthenticated.String()).Inc()
 }
 
 // finish counts a call's end.

@@ -390,8 +390,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	gopts = append(gopts, sec.serverOptions()...)
 	if metrics != nil {
 		// Interceptors in the options run before the middleware below, so
-		// the metrics count the calls the middleware refuses too.
+		// the metrics count the calls the middleware refuses too; the
+		// calls the authentication tap refuses before them are told.
 		gopts = append(gopts, metrics.ServerOptions()...)
+		sec.auth.OnTapRefusal(metrics.CountRefused)
 	}
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of

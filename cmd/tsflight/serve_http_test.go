@@ -302,6 +302,13 @@ func TestServeHTTPWithTLSAndTokens(t *testing.T) {
 	if v, ok := metricValue(t, body, "tsflight_grpc_calls_total", "method=DoAction", "code=PermissionDenied"); !ok || v != 1 {
 		t.Errorf("DoAction PermissionDenied calls %v (present %v), want 1", v, ok)
 	}
+	// A call without a token is refused by the authentication tap, before
+	// any interceptor: it is counted all the same.
+	fc.refused("", []string{"authentication required"}, "tables")
+	_, body = httpGet(t, client, url+"/metrics", "Authorization: Bearer "+reader)
+	if v, ok := metricValue(t, body, "tsflight_grpc_calls_total", "method=ListFlights", "code=Unauthenticated"); !ok || v != 1 {
+		t.Errorf("ListFlights Unauthenticated calls %v (present %v), want 1", v, ok)
+	}
 	if logs := srv.stderr.String(); strings.Contains(logs, reader) {
 		t.Error("the log quotes the token")
 	}
