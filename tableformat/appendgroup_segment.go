@@ -142,6 +142,13 @@ func (t *Table) encodeGroupSegment(ctx context.Context, st *State, p *groupSegme
 			return err
 		}
 		p.covDone = true
+		if p.cov.set.IsEntity() {
+			// What the last-value index needs of this sidecar, known
+			// here: it need not be read back (sidecar names follow their
+			// content, so the entry is right whether or not the commit
+			// lands).
+			t.newest.put(p.covPath, newestOf(p.cov.set))
+		}
 		if early {
 			if err := t.fs.SyncDir(segmentCoverageDir); err != nil {
 				return storageErr("sync "+segmentCoverageDir, err)

@@ -292,17 +292,23 @@ func (t *Table) segmentNewestOf(st *State, seg *SegmentMeta) (*segmentNewest, er
 	if err != nil {
 		return nil, err
 	}
+	n := newestOf(c.set)
+	t.newest.put(seg.CoveragePath, n)
+	return n, nil
+}
+
+// newestOf is each identity's newest interval in a segment's coverage.
+func newestOf(set *coverage.Set) *segmentNewest {
 	n := &segmentNewest{newest: map[string]uint64{}, present: map[string]bool{}, idents: map[string]coverage.Identity{}}
-	for _, ident := range c.set.Identities() {
+	for _, ident := range set.Identities() {
 		k := ident.Key()
 		n.present[k] = true
 		n.idents[k] = ident
-		if bm := c.set.Bitmap(ident); bm != nil && !bm.IsEmpty() {
+		if bm := set.Bitmap(ident); bm != nil && !bm.IsEmpty() {
 			n.newest[k] = bm.Maximum()
 		}
 	}
-	t.newest.put(seg.CoveragePath, n)
-	return n, nil
+	return n
 }
 
 // lastWinner is the best row seen so far for one identity while folding
