@@ -336,24 +336,13 @@ func addRowsCoverage(cov *segmentCoverage, out *segmentRows, cols []arrow.Array)
 			_, _ = cov.set.Add(nil, id)
 			continue
 		}
-		for k, col := range cols[1:] {
-			if col.IsNull(row) {
-				return fmt.Errorf("entity column is null at a row")
+		if !rowIdentity(cols[1:], row, ident) {
+			for _, col := range cols[1:] {
+				if col.IsNull(row) {
+					return fmt.Errorf("entity column is null at a row")
+				}
 			}
-			switch c := col.(type) {
-			case *array.String:
-				ident[k] = coverage.Utf8(c.Value(row))
-			case *array.LargeString:
-				ident[k] = coverage.Utf8(c.Value(row))
-			case *array.Int32:
-				ident[k] = coverage.Int32(c.Value(row))
-			case *array.Int64:
-				ident[k] = coverage.Int64(c.Value(row))
-			case *array.Uint64:
-				ident[k] = coverage.UInt64(c.Value(row))
-			default:
-				return fmt.Errorf("entity column has type %s", col.DataType())
-			}
+			return fmt.Errorf("an entity column has an unsupported type")
 		}
 		if _, err := cov.set.Add(ident, id); err != nil {
 			return err

@@ -544,6 +544,8 @@ func rowIdentity(cols []arrow.Array, row int, ident coverage.Identity) bool {
 		switch c := col.(type) {
 		case *array.String:
 			ident[k] = coverage.Utf8(c.Value(row))
+		case *array.LargeString:
+			ident[k] = coverage.Utf8(c.Value(row))
 		case *array.Int32:
 			ident[k] = coverage.Int32(c.Value(row))
 		case *array.Int64:
