@@ -351,6 +351,16 @@ func (m *maintainer) entry(name string) *tableMaintenance {
 // least MinSmallSegments small segments, maintenance is not paused and ctx
 // lives, keeping to the rate bound.
 func (s *Service) maintainTable(ctx context.Context, name string) {
+	s.compactTable(ctx, name)
+	// After the merges, so that the index is the merged table's and its
+	// build never delays a merge decision (a busy table looks quiet once
+	// its last append is QuietAfter old).
+	s.keepLastValues(ctx, name)
+}
+
+// compactTable merges the small segments of table name while the policy
+// finds some (see plan), pausing between merges (maintain_pause.go).
+func (s *Service) compactTable(ctx context.Context, name string) {
 	m := s.maint
 	for ctx.Err() == nil && !m.isPaused(name) {
 		tb, err := s.Table(ctx, name)
@@ -361,7 +371,6 @@ func (s *Service) maintainTable(ctx context.Context, name string) {
 		if st == nil || st.Meta.CheckWrite() != nil {
 			return
 		}
-		s.keepLastValues(ctx, name, tb, st)
 		m.mu.Lock()
 		bound, _ := m.plan(tb, st)
 		if bound == 0 {

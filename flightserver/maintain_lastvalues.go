@@ -15,11 +15,19 @@ import (
 // lastpoint queries from an index at most one interval old. Tables
 // without entity columns or rows have none. Failures are logged; the index
 // is a cache, built on demand anyway.
-func (s *Service) keepLastValues(ctx context.Context, name string, tb *tableformat.Table, st *tableformat.State) {
-	if len(st.Index().EntityColumns) == 0 || len(st.Segments) == 0 {
+func (s *Service) keepLastValues(ctx context.Context, name string) {
+	m := s.maint
+	if ctx.Err() != nil || m.isPaused(name) {
 		return
 	}
-	m := s.maint
+	tb, err := s.Table(ctx, name)
+	if err != nil {
+		return // damaged or gone: check and describe say why
+	}
+	st := tb.State()
+	if st == nil || st.Meta.CheckWrite() != nil || len(st.Index().EntityColumns) == 0 || len(st.Segments) == 0 {
+		return
+	}
 	m.mu.Lock()
 	e := m.entry(name)
 	due := e.lastValues != st.Version && time.Since(e.lastValuesAt) >= m.opts.Interval
