@@ -325,6 +325,7 @@ type lastWinner struct {
 type heldBatch struct {
 	rec  arrow.RecordBatch
 	wins int
+	keys []string // the identities that won in it (some since beaten)
 }
 
 func (h *heldBatch) drop() {
@@ -463,7 +464,11 @@ func (t *Table) lastRead(ctx context.Context, st *State, segs map[string]bool, b
 	for p := range segs {
 		paths = append(paths, p)
 	}
-	rd, err := t.Scan(ctx, st, ScanOptions{Start: &start, Segments: paths, Alloc: memory.DefaultAllocator})
+	// One segment at a time, in small batches from the recycling pool
+	// (shrink copies the winning rows out before a batch goes back): the
+	// index is often built in the background next to streams with a
+	// memory budget, and what it keeps is only the winners.
+	rd, err := t.Scan(ctx, st, ScanOptions{Start: &start, Segments: paths, Parallelism: 1, BatchRows: 16 << 10})
 	if err != nil {
 		return err
 	}
@@ -514,10 +519,67 @@ func (t *Table) lastRead(ctx context.Context, st *State, segs map[string]bool, b
 				rec.Retain()
 			}
 			held.wins++
+			held.keys = append(held.keys, string(key))
 			w.rec, w.row, w.s, w.u = held, row, s, u
+		}
+		if held.wins > 0 {
+			if err := held.shrink(wins); err != nil {
+				return err
+			}
 		}
 	}
 	return rd.Err()
+}
+
+// shrink copies the rows of h that are still some identity's newest into
+// a batch of their own and lets h go: a read keeps the winning rows, not
+// the batches they came in (a compacted segment's newest rows are spread
+// over all its batches; holding those would hold the segment).
+func (h *heldBatch) shrink(wins map[string]*lastWinner) error {
+	type keyRow struct {
+		key string
+		row int
+	}
+	var live []keyRow
+	seen := map[string]bool{}
+	for _, k := range h.keys {
+		if w := wins[k]; w != nil && w.rec == h && !seen[k] {
+			seen[k] = true
+			live = append(live, keyRow{k, w.row})
+		}
+	}
+	if len(live) == 0 { // unreachable: wins counts the winners in h
+		h.rec.Release()
+		h.wins, h.keys = 0, nil
+		return nil
+	}
+	slices.SortFunc(live, func(a, b keyRow) int { return a.row - b.row })
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for i := 0; i < len(live); {
+		j := i + 1
+		for j < len(live) && live[j].row == live[j-1].row+1 {
+			j++
+		}
+		parts = append(parts, h.rec.NewSlice(int64(live[i].row), int64(live[j-1].row+1)))
+		i = j
+	}
+	small, err := ConcatBatches(parts, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	nh := &heldBatch{rec: small, wins: len(live)}
+	for i, kr := range live {
+		w := wins[kr.key]
+		w.rec, w.row = nh, i
+	}
+	h.rec.Release() // the reference its winners held
+	h.wins, h.keys = 0, nil
+	return nil
 }
 
 // indexInts returns the values of a canonical index column: signed
