@@ -127,8 +127,8 @@ func (t *Table) LastValues(ctx context.Context, st *State, opts LastOptions) (ar
 // project returns the rows of x that match p's entity filters, with p's
 // output columns, copied into mem.
 func (x *lastIndex) project(p *scanPlan, mem memory.Allocator) (arrow.RecordBatch, error) {
-	if x.rec == nil {
-		return array.NewRecordBatch(p.output, nil, 0), nil
+	if x.rec == nil { // no rows yet (a schema, maybe, but no segment)
+		return emptyBatch(p.output, mem)
 	}
 	var keep []int
 	for i, id := range x.ids {

@@ -412,3 +412,28 @@ func TestLastValuesConcurrent(t *testing.T) {
 	}
 	wantLast(t, "after the race", ctx, e.tb, e.tb.State())
 }
+
+// A table with a schema but no rows yet answers an empty batch of the
+// requested columns.
+func TestLastValuesOfATableWithoutRows(t *testing.T) {
+	ctx := context.Background()
+	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	for _, cols := range [][]string{nil, {"host"}} {
+		rec, err := tb.LastValues(ctx, nil, LastOptions{Columns: cols, Alloc: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.NumRows() != 0 || (cols != nil && rec.NumCols() != 1) || (cols == nil && int(rec.NumCols()) != len(tsSchema().Columns)) {
+			t.Fatalf("columns %v: %d rows, %d columns", cols, rec.NumRows(), rec.NumCols())
+		}
+		rec.Release()
+	}
+	if _, _, err := tb.PersistLastValues(ctx); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("persisting the index of a table without rows: %v, want ErrInvalidInput", err)
+	}
+}
