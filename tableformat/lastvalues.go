@@ -370,7 +370,7 @@ func (t *Table) buildLastIndex(ctx context.Context, st *State, base *lastIndex) 
 			if _, ok := wins[k]; !ok {
 				seg := st.Segments[c.seg].Path
 				return nil, corruptf(seg, 0, nil, "its coverage sidecar holds %s in %s, but the segment has no row of it there",
-					describeIdentityOf(st.Index(), c.ident), describeInterval(st.Index(), indexDomain(st.Index()), c.interval))
+					describeIdentity(st.Index(), c.ident), describeInterval(st.Index(), indexDomain(st.Index()), c.interval))
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package tableformat
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -230,17 +229,4 @@ func intervalStart(ix *IndexSpec, id uint64) (IndexValue, error) {
 		return IndexValue{}, err
 	}
 	return TimeValue(unixUTC(iv.Start)), nil
-}
-
-// describeIdentityOf renders an identity as "col=value, …".
-func describeIdentityOf(ix *IndexSpec, id coverage.Identity) string {
-	parts := make([]string, len(id))
-	for i, c := range id {
-		name := "?"
-		if i < len(ix.EntityColumns) {
-			name = ix.EntityColumns[i]
-		}
-		parts[i] = name + "=" + c.String()
-	}
-	return strings.Join(parts, ", ")
 }
