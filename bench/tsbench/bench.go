@@ -22,12 +22,20 @@ type config struct {
 	self     string // this binary, for its child modes
 	python   string
 	peer     string // bench/peers/ttf_peer.py
-	work     string // generated data and tables
-	out      string // the report
-	params   tsbs.Params
-	runs     int // timed runs of ingest and scans
-	sqlRuns  int
-	covRuns  int
+	// bench/peers/flight_peer.py: the pyarrow client, pyarrow's C++
+	// Flight server and the Python ADBC driver (pyflight.go).
+	flightPeer string
+	work       string // generated data and tables
+	out        string // the report
+	params     tsbs.Params
+	runs       int // timed runs of ingest and scans
+	sqlRuns    int
+	covRuns    int
+	latRuns    int // SELECT 1 and the Flight round trip, each
+	bigRuns    int // each big-segment query on each system, alternated
+	// pyParams are the data of the Python workloads and of the big
+	// segment: one DoPut's worth.
+	pyParams tsbs.Params
 	// The stream workload (stream.go): puts to its table A, and puts of
 	// each of its concurrent writers.
 	streamPuts, writerPuts int
@@ -43,10 +51,12 @@ func modeConfig(mode string) (config, error) {
 	case "quick":
 		p.Hosts, p.Duration = 200, 6*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 200
+		c.latRuns, c.bigRuns = 200, 20
 		c.streamPuts, c.writerPuts = 300, 100
 	case "full":
 		p.Hosts, p.Duration = 4000, 24*time.Hour
 		c.runs, c.sqlRuns, c.covRuns = 3, 5, 500
+		c.latRuns, c.bigRuns = 500, 50
 		c.streamPuts, c.writerPuts = 10_000, 250
 	default:
 		return c, fmt.Errorf("unknown --mode %q (quick or full)", mode)
@@ -55,6 +65,7 @@ func modeConfig(mode string) (config, error) {
 	// of the hours deliver part of their hosts late.
 	p.DropFraction, p.LateFraction = 0.001, 0.2
 	c.params = p
+	c.pyParams = pyParams(mode, p)
 	return c, nil
 }
 
@@ -66,12 +77,13 @@ func runBench(ctx context.Context, args []string) error {
 	out := fs.String("out", ".", "directory for report.md, report.json and ratios.svg")
 	python := fs.String("python", "python3", "the Python with timeseries-table-format 0.9.0")
 	peer := fs.String("peer", "bench/peers/ttf_peer.py", "the Python peer runner")
+	flightPeer := fs.String("flight-peer", "bench/peers/flight_peer.py", "the pyarrow / ADBC client and C++ Flight server runner")
 	hosts := fs.Int("hosts", 0, "override the mode's host count")
 	hours := fs.Int("hours", 0, "override the mode's duration, in hours")
 	seed := fs.Uint64("seed", 0, "override the data and query seed")
 	streamPuts := fs.Int("stream-puts", 0, "override the mode's number of 100-row puts to the stream table")
 	writerPuts := fs.Int("writer-puts", 0, "override the mode's number of 100-row puts of each concurrent writer in the stream workload")
-	only := fs.String("only", "", "run only these steps, comma-separated (generate,ingest,scan,sql,coverage,stream); a partial report is written but not judged complete")
+	only := fs.String("only", "", "run only these steps, comma-separated (generate,ingest,scan,sql,coverage,pyingest,pyscan,latency,bigseg,stream); a partial report is written but not judged complete")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,12 +96,15 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *hosts > 0 {
 		cfg.params.Hosts = *hosts
+		cfg.pyParams.Hosts = *hosts
 	}
 	if *hours > 0 {
 		cfg.params.Duration = time.Duration(*hours) * time.Hour
+		cfg.pyParams.Duration = cfg.params.Duration
 	}
 	if *seed > 0 {
 		cfg.params.Seed = *seed
+		cfg.pyParams.Seed = *seed
 	}
 	if *streamPuts > 0 {
 		cfg.streamPuts = *streamPuts
@@ -100,7 +115,10 @@ func runBench(ctx context.Context, args []string) error {
 	if err := cfg.params.Validate(); err != nil {
 		return err
 	}
-	cfg.tsflight, cfg.python, cfg.peer, cfg.out = *tsBin, *python, *peer, *out
+	if err := cfg.pyParams.Validate(); err != nil {
+		return err
+	}
+	cfg.tsflight, cfg.python, cfg.peer, cfg.flightPeer, cfg.out = *tsBin, *python, *peer, *flightPeer, *out
 	if cfg.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -123,9 +141,11 @@ func runBench(ctx context.Context, args []string) error {
 	r := &report{Mode: cfg.mode, Started: time.Now(), Machine: machine(), Versions: versions(ctx, cfg)}
 	p := cfg.params
 	r.Scale = map[string]any{"hosts": p.Hosts, "hours": p.Duration.Hours(), "step": p.Step.String(), "seed": p.Seed,
-		"rows": p.Rows(), "drop fraction": p.DropFraction, "late fraction": p.LateFraction}
+		"rows": p.Rows(), "drop fraction": p.DropFraction, "late fraction": p.LateFraction,
+		"Python workloads' hosts": cfg.pyParams.Hosts, "Python workloads' hours": cfg.pyParams.Duration.Hours()}
 	b := &bench{cfg: cfg, r: r}
 	defer b.stopServer() // also when a step fails
+	defer b.stopPyServer()
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -135,6 +155,10 @@ func runBench(ctx context.Context, args []string) error {
 		{"scan", b.scan},
 		{"sql", b.sql},
 		{"coverage", b.coverage},
+		{"pyingest", b.pyingest},
+		{"pyscan", b.pyscan},
+		{"latency", b.latency},
+		{"bigseg", b.bigseg},
 		{"stream", b.stream},
 	}
 	if *only != "" {
@@ -150,7 +174,7 @@ func runBench(ctx context.Context, args []string) error {
 			}
 		}
 		if len(want) > 0 || len(kept) == 0 {
-			return fmt.Errorf("--only %q: unknown or no step (generate, ingest, scan, sql, coverage, stream)", *only)
+			return fmt.Errorf("--only %q: unknown or no step (generate, ingest, scan, sql, coverage, pyingest, pyscan, latency, bigseg, stream)", *only)
 		}
 		steps = kept
 	}
@@ -164,9 +188,13 @@ func runBench(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		logf("   %s took %.1f s", s.name, time.Since(start).Seconds())
+		if s.name == "bigseg" {
+			b.stopPyServer() // the stream workload runs servers of its own
+		}
 	}
 	b.stopServer()
-	r.Notes = append(r.Notes, fmt.Sprintf("The client process (tsbench: generating the data, then tsflight's DoPut, DoGet and ADBC client and the ceiling's client) peaked at %s RSS.", humanMiB(selfRSS())))
+	b.stopPyServer()
+	r.Notes = append(r.Notes, fmt.Sprintf("The client process (tsbench: generating the data, then tsflight's DoPut, DoGet and ADBC client) peaked at %s RSS.", humanMiB(selfRSS())))
 	r.Took = time.Since(r.Started).Seconds()
 	r.targets()
 	if err := r.write(cfg.out); err != nil {

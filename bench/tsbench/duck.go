@@ -15,13 +15,17 @@ import (
 	"github.com/tsflight/tsflight/flightsql"
 )
 
-// runDuck is the child "tsbench duck copy|sql ARGS_JSON": DuckDB used
+// runDuck is the child "tsbench duck copy|sql|serve ARGS_JSON" (serve:
+// duckserve.go): DuckDB used
 // directly, with the server's engine and settings (flightsql.Direct), in
 // its own process so that its memory is its own. It prints one JSON
 // object.
 func runDuck(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return fmt.Errorf("usage: tsbench duck copy|sql ARGS_JSON")
+		return fmt.Errorf("usage: tsbench duck copy|sql|serve ARGS_JSON")
+	}
+	if args[0] == "serve" {
+		return duckServe(ctx, args[1])
 	}
 	var out any
 	var err error

@@ -25,6 +25,7 @@ type bench struct {
 	root   string // the tsflight root served for scan, sql and coverage
 	srv    *child // that server
 	client flight.Client
+	py     pyState // the Python workloads' data and server (pyflight.go)
 }
 
 func (b *bench) generate(ctx context.Context) error {
@@ -253,46 +254,12 @@ func (b *bench) scan(ctx context.Context) error {
 		}
 	}
 
-	// The ceiling: the same batches from memory, over as many endpoints
-	// as tsflight's plan of the whole table.
-	info, err := b.client.GetFlightInfo(ctx, whole)
-	if err != nil {
-		return err
-	}
-	ceil, err := startChild("ceiling", ceilingRE, append([]string{b.cfg.self, "ceiling", "--endpoints", fmt.Sprint(len(info.Endpoint))}, b.paths()...)...)
-	if err != nil {
-		return err
-	}
-	cc, err := dialFlight(ceil.addr)
-	if err != nil {
-		ceil.stop()
-		return err
-	}
-	var rows, bytes int64
-	times, err := timeRuns(b.cfg.runs, func() (err error) {
-		rows, bytes, err = drain(ctx, cc, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
-		return err
-	})
-	cc.Close()
-	rss, serr := ceil.stop()
-	if err != nil {
-		return err
-	}
-	if serr != nil {
-		return serr
-	}
-	if rows != b.rows {
-		return fmt.Errorf("the ceiling sent %d rows, want %d", rows, b.rows)
-	}
-	b.r.add(&measurement{Group: "scan", Workload: "whole table", System: "Flight ceiling", Times: times, Rows: rows, Bytes: bytes, RSS: rss,
-		Note: fmt.Sprintf("arrow-go Flight server streaming the batches from memory over %d endpoints, like tsflight's plan", len(info.Endpoint))})
-
 	// The package's sql_reader.
 	var res peerScan
 	args := map[string]any{"table_root": filepath.Join(b.root, table), "table": table, "runs": b.cfg.runs, "warmup": 1,
 		"ranges": []map[string]any{{"name": "whole table", "start": nil, "end": nil},
 			{"name": rangeName, "start": from.Format(time.RFC3339), "end": to.Format(time.RFC3339)}}}
-	rss, err = b.runPeer(ctx, "scan", args, &res)
+	rss, err := b.runPeer(ctx, "scan", args, &res)
 	if err != nil {
 		return err
 	}
@@ -375,7 +342,6 @@ func (r *report) targets() {
 	}
 	r.compare("ingest", "all files", pkgName, 0.5, "<= 0.5 (>= 2x the package)")
 	r.compare("ingest", "all files", "DuckDB COPY", 0, "none (a floor)")
-	r.compare("scan", "whole table", "Flight ceiling", 1.25, "<= 1.25 (>= 0.8x the ceiling's rate)")
 	r.compare("scan", "whole table", pkgName, 0, "none")
 	for _, m := range r.Measurements {
 		if m.Group == "scan" && m.System == "tsflight" && m.Workload != "whole table" {
@@ -404,6 +370,7 @@ func (r *report) targets() {
 			r.Comparisons = append(r.Comparisons, &comparison{Group: "coverage", Workload: w.name + " (p99)", Ratio: m.stat.P99 * 1e3, Unit: "ms", Target: "none"})
 		}
 	}
+	r.pyTargets()
 	r.streamTargets()
 }
 

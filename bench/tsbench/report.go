@@ -13,10 +13,11 @@ import (
 
 // measurement is one workload on one system: its timed runs.
 type measurement struct {
-	Group    string    `json:"group"`    // ingest, scan, sql, coverage
+	Group    string    `json:"group"`    // ingest, scan, sql, coverage, pyingest, pyscan, latency, bigseg, stream
 	Workload string    `json:"workload"` // e.g. "whole table", "lastpoint"
-	System   string    `json:"system"`   // tsflight, "timeseries-table-format", DuckDB, "Flight ceiling"
+	System   string    `json:"system"`   // tsflight, "timeseries-table-format", DuckDB, cppName
 	Times    []float64 `json:"times_s"`
+	CPU      []float64 `json:"cpu_s,omitempty"` // per timed run: the CPU of the process that did the work
 	Rows     int64     `json:"rows"`
 	Bytes    int64     `json:"bytes,omitempty"`
 	RSS      int64     `json:"peak_rss_bytes,omitempty"` // of the process that did the work
@@ -169,16 +170,24 @@ func (r *report) writeMarkdown(w io.Writer, chart string) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.Group, c.Workload, peer, fig, c.Target, verdict)
 	}
-	b.WriteString("\n## Measurements\n\nMedian of the timed runs (after a warm-up), the interquartile range around it, and the peak RSS of the process that did the work.\n\n")
-	b.WriteString("| group | workload | system | median | p25–p75 | p99 | runs | rows | rows/s | peak RSS |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n## Measurements\n\nMedian of the timed runs (after a warm-up), the interquartile range around it, the mean CPU time per run (user + system, counted in 10 ms ticks) of the process that did the work where it was measured, and that process's peak RSS.\n\n")
+	b.WriteString("| group | workload | system | median | p25–p75 | p99 | runs | rows | rows/s | CPU per run | peak RSS |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, m := range r.Measurements {
 		s := m.stat
 		rate := "-"
 		if m.Rows > 0 && s.Median > 0 {
 			rate = humanRate(float64(m.Rows) / s.Median)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s–%s | %s | %d | %d | %s | %s |\n", m.Group, m.Workload, m.System,
-			humanDur(s.Median), humanDur(s.P25), humanDur(s.P75), humanDur(s.P99), s.N, m.Rows, rate, humanMiB(m.RSS))
+		cpu := "-"
+		if len(m.CPU) > 0 {
+			var sum float64
+			for _, c := range m.CPU {
+				sum += c
+			}
+			cpu = humanDur(sum / float64(len(m.CPU)))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s–%s | %s | %d | %d | %s | %s | %s |\n", m.Group, m.Workload, m.System,
+			humanDur(s.Median), humanDur(s.P25), humanDur(s.P75), humanDur(s.P99), s.N, m.Rows, rate, cpu, humanMiB(m.RSS))
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n## Notes\n\n")
