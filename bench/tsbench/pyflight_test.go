@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -176,5 +179,31 @@ func TestBigsegQueries(t *testing.T) {
 	}
 	if q := pyParams("quick", tsbs.DefaultParams()); q != tsbs.DefaultParams() {
 		t.Errorf("quick mode's Python data differs from the mode's: %+v", q)
+	}
+}
+
+// The Python side's self-check (bench/peers/test_flight_peer.py: the C++
+// server serves the batches it was given, as the scan mode's client reads
+// them), run here so that CI runs it.
+func TestFlightPeerSelfCheck(t *testing.T) {
+	python := os.Getenv("TSFLIGHT_PYTHON")
+	if python == "" {
+		python = "python3"
+	}
+	skip := func(reason string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s (CI=true: not skipping)", reason)
+		}
+		t.Skip(reason)
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		skip(fmt.Sprintf("no Python interpreter %q (set TSFLIGHT_PYTHON)", python))
+	}
+	if err := exec.Command(python, "-c", "import pyarrow.flight").Run(); err != nil {
+		skip("pyarrow.flight is not installed: pip install -r .ci/requirements.txt")
+	}
+	out, err := exec.Command(python, filepath.Join("..", "peers", "test_flight_peer.py")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("test_flight_peer.py: %v\n%s", err, out)
 	}
 }
