@@ -80,7 +80,7 @@ func (r *report) writeChart(w io.Writer) error {
 					verdict = "MISSED"
 				}
 			}
-			text(20, float64(y), "start", fmt.Sprintf("%s · %s: %.3g %s (target %s) %s", c.Group, c.Workload, c.Ratio, c.Unit, c.Target, verdict), "")
+			text(20, float64(y), "start", fmt.Sprintf("%s · %s: %s %s (target %s) %s", c.Group, c.Workload, c.figure(), c.Unit, c.Target, verdict), "")
 		}
 	}
 	b.WriteString("</svg>\n")

@@ -164,7 +164,7 @@ func (r *report) writeMarkdown(w io.Writer, chart string) error {
 				verdict = "**missed**"
 			}
 		}
-		fig := fmt.Sprintf("%.3g", c.Ratio)
+		fig := c.figure()
 		if c.Unit != "" {
 			fig += " " + c.Unit
 		}
@@ -197,6 +197,15 @@ func (r *report) writeMarkdown(w io.Writer, chart string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// figure prints a comparison's ratio or figure: three significant digits,
+// or whole numbers from 1,000 on (1180 MB/s, not 1.18e+03).
+func (c *comparison) figure() string {
+	if math.Abs(c.Ratio) >= 1000 && !math.IsInf(c.Ratio, 0) {
+		return fmt.Sprintf("%.0f", c.Ratio)
+	}
+	return fmt.Sprintf("%.3g", c.Ratio)
 }
 
 func humanDur(s float64) string {
