@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,11 +18,24 @@ import (
 )
 
 // layoutHosts × layoutHours of TSBS cpu-only rows at 10 s: 864,000 rows,
-// the issue-21 data set ("400 hosts × 6 h").
+// the issue-21 data set ("400 hosts × 6 h"). TSFLIGHT_LAYOUT_HOURS sets
+// another number of hours (24: a day, 3,456,000 rows).
 const (
 	layoutHosts = 400
 	layoutHours = 6
 )
+
+func layoutHoursFromEnv(b *testing.B) int {
+	s := os.Getenv("TSFLIGHT_LAYOUT_HOURS")
+	if s == "" {
+		return layoutHours
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 24*7 {
+		b.Fatalf("TSFLIGHT_LAYOUT_HOURS=%q: want 1..168 hours", s)
+	}
+	return n
+}
 
 // tsbsLayout is one way of writing the same rows as one segment.
 type tsbsLayout struct {
@@ -46,7 +60,7 @@ var tsbsLayouts = []tsbsLayout{
 // BenchmarkTSBSLayouts writes the 864,000 rows of 400 hosts × 6 hours
 // (time-major, as a loader sends them) as one segment in each layout of
 // tsbsLayouts: one bulk append with row groups of 64 Ki … 1 Mi rows, or
-// six hourly appends compacted into one segment sorted by (hour or day,
+// the hourly appends compacted into one segment sorted by (hour or day,
 // hostname, time). It reports the write's time and CPU (for compacted
 // layouts, the compaction alone), the file's size and its row groups.
 //
@@ -59,7 +73,7 @@ func BenchmarkTSBSLayouts(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.DefaultAllocator
 	perHour := 360 // steps of 10 s
-	hours := make([][]arrow.RecordBatch, layoutHours)
+	hours := make([][]arrow.RecordBatch, layoutHoursFromEnv(b))
 	for h := range hours {
 		hours[h] = tsbsBatches(mem, 21, layoutHosts, h*perHour, perHour, 1<<16)
 	}
@@ -129,7 +143,7 @@ func BenchmarkTSBSLayouts(b *testing.B) {
 				b.StopTimer()
 				cpu += processCPU() - c0
 				segs := tb.State().Segments
-				if len(segs) != 1 || segs[0].RowCount != layoutHosts*layoutHours*uint64(perHour) {
+				if len(segs) != 1 || segs[0].RowCount != uint64(layoutHosts*len(hours)*perHour) {
 					b.Fatalf("segments %+v", segs)
 				}
 				size = int64(*segs[0].FileSize)
@@ -144,7 +158,7 @@ func BenchmarkTSBSLayouts(b *testing.B) {
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 			b.ReportMetric(float64(groups), "rowgroups")
 			b.ReportMetric(durMillis(cpu)/float64(b.N), "cpu-ms/op")
-			b.ReportMetric(float64(layoutHosts*layoutHours*perHour)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(layoutHosts*len(hours)*perHour*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
 	if keep != "" {
