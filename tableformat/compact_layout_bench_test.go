@@ -49,12 +49,12 @@ type tsbsLayout struct {
 }
 
 var tsbsLayouts = []tsbsLayout{
-	{name: "append-rg64k", rowGroup: 1 << 16},
-	{name: "append-rg128k", rowGroup: 1 << 17},
-	{name: "append-rg256k", rowGroup: 1 << 18},
-	{name: "append-rg1m", rowGroup: 1 << 20},
-	{name: "compact-1h", bucket: time.Hour},
-	{name: "compact-24h", bucket: 24 * time.Hour},
+	{name: "append_rg64k", rowGroup: 1 << 16},
+	{name: "append_rg128k", rowGroup: 1 << 17},
+	{name: "append_rg256k", rowGroup: 1 << 18},
+	{name: "append_rg1m", rowGroup: 1 << 20},
+	{name: "compact_1h", bucket: time.Hour},
+	{name: "compact_24h", bucket: 24 * time.Hour},
 }
 
 // BenchmarkTSBSLayouts writes the 864,000 rows of 400 hosts × 6 hours

@@ -7,14 +7,15 @@
 // each layout table the benchmark kept, alternating the layouts run by
 // run (forward, then backward), and prints the median wall time and
 // process CPU per query and layout, and the geometric mean over the TSBS
-// queries. It lives under testdata because tableformat may not import
-// DuckDB.
+// queries; with -tsflight, also through a tsflight server over ADBC. It
+// lives under testdata because tableformat may not import DuckDB.
 //
 //	TSFLIGHT_LAYOUT_DIR=/tmp/layouts go test -run '^$' -bench TSBSLayouts -benchtime 1x ./tableformat/
 //	go run -tags duckdb_arrow ./tableformat/testdata/layoutquery -dir /tmp/layouts -runs 15
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -22,9 +23,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
 	"github.com/tsflight/tsflight/flightsql"
@@ -38,6 +44,8 @@ func main() {
 	only := flag.String("layouts", "", "comma-separated layouts (default: every table in -dir)")
 	sqlOut := flag.String("queries", "", "write the queries here, one \"name<TAB>sql\" a line")
 	skip := flag.String("skip", "", "comma-separated queries not to run (e.g. lastpoint)")
+	flag.StringVar(&server, "tsflight", "", "HOST:PORT of a tsflight serving -dir (tsflight serve --root DIR --maintenance-interval 0): also run each query through it over ADBC (Flight SQL), on the table named as the layout")
+	flag.IntVar(&serverPid, "tsflight-pid", 0, "the tsflight server's process id, to report its CPU per query")
 	flag.Parse()
 	if err := run(*dir, *runs, *only, *sqlOut, *skip); err != nil {
 		fmt.Fprintln(os.Stderr, "layoutquery:", err)
@@ -61,10 +69,64 @@ func queries() []tsbs.Query {
 	return qs
 }
 
+var (
+	server    string
+	serverPid int
+)
+
+// A layout is one table and how it is queried: DuckDB directly on its
+// segment (d) or tsflight over ADBC (cnxn).
 type layout struct {
 	name string
 	file string
 	d    *flightsql.Direct
+	cnxn adbc.Connection
+}
+
+// query runs sql (over a table named cpu) and counts its rows; the
+// second duration is the CPU it cost: this process's, plus the server's
+// for tsflight.
+func (l *layout) query(ctx context.Context, sql string) (int64, time.Duration, error) {
+	c0 := processCPU() + serverCPU()
+	if l.cnxn == nil {
+		n, err := count(ctx, l.d, sql)
+		return n, processCPU() + serverCPU() - c0, err
+	}
+	sql = strings.ReplaceAll(sql, "FROM cpu", "FROM "+strconv.Quote(strings.TrimSuffix(l.name, " (tsflight)")))
+	stmt, err := l.cnxn.NewStatement()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(sql); err != nil {
+		return 0, 0, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		n += rdr.RecordBatch().NumRows()
+	}
+	return n, processCPU() + serverCPU() - c0, rdr.Err()
+}
+
+// serverCPU is the tsflight server's user and system CPU time (0 without
+// -tsflight-pid).
+func serverCPU() time.Duration {
+	if serverPid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", serverPid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 func run(dir string, runs int, only, sqlOut, skip string) error {
@@ -123,6 +185,21 @@ func run(dir string, runs int, only, sqlOut, skip string) error {
 		}
 		ls = append(ls, l)
 	}
+	if server != "" {
+		db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + server})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for _, l := range slices.Clone(ls) {
+			cnxn, err := db.Open(ctx)
+			if err != nil {
+				return err
+			}
+			defer cnxn.Close()
+			ls = append(ls, &layout{name: l.name + " (tsflight)", file: l.file, cnxn: cnxn})
+		}
+	}
 	var version string
 	if len(ls) > 0 {
 		version = scalar(ctx, ls[0].d, "SELECT version()")
@@ -135,7 +212,7 @@ func run(dir string, runs int, only, sqlOut, skip string) error {
 	for _, q := range qs {
 		res[q.Name] = map[string]*cell{}
 		for _, l := range ls {
-			rows, err := count(ctx, l.d, q.SQL) // warm-up, and the answer's size
+			rows, _, err := l.query(ctx, q.SQL) // warm-up, and the answer's size
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", q.Name, l.name, err)
 			}
@@ -149,9 +226,9 @@ func run(dir string, runs int, only, sqlOut, skip string) error {
 		}
 		for _, q := range qs {
 			for _, l := range order {
-				c0, t0 := processCPU(), time.Now()
-				rows, err := count(ctx, l.d, q.SQL)
-				wall, cpu := time.Since(t0), processCPU()-c0
+				t0 := time.Now()
+				rows, cpu, err := l.query(ctx, q.SQL)
+				wall := time.Since(t0)
 				c := res[q.Name][l.name]
 				if err != nil || rows != c.rows {
 					return fmt.Errorf("%s on %s: %d rows (first %d): %v", q.Name, l.name, rows, c.rows, err)
@@ -161,10 +238,10 @@ func run(dir string, runs int, only, sqlOut, skip string) error {
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("DuckDB %s directly on one segment per layout; median of %d runs, wall ms (process CPU ms); load %s", version, runs, load)
+	fmt.Printf("DuckDB %s directly on one segment per layout (and through tsflight over ADBC); median of %d runs, wall ms (CPU ms: this process, plus the server's); load %s", version, runs, load)
 	fmt.Printf("%-22s", "query")
 	for _, l := range ls {
-		fmt.Printf(" %18s", l.name)
+		fmt.Printf(" %18s", strings.Replace(l.name, " (tsflight)", "/ts", 1))
 	}
 	fmt.Println()
 	geo := make([]float64, len(ls))
