@@ -33,8 +33,9 @@ const (
 	// DefaultCompactRowsPerRowGroup bounds the rows of an output row group.
 	// Outputs are sorted by (time bucket, entity, index), so each row
 	// group holds a narrow slice of time and of identities, and its
-	// statistics (and the page index) let scans and SQL skip most of a file. 65,536 rows is
-	// also the batch size scans decode, so a row group is about one batch.
+	// statistics (and the page index) let scans and SQL skip most of a
+	// file. 65,536 rows is also the batch size scans decode, so a row
+	// group is about one batch.
 	DefaultCompactRowsPerRowGroup = 1 << 16
 	// DefaultCompactMaxBytes bounds the source bytes one Compact call
 	// merges (1 GiB, eight full groups), so that a background policy can
@@ -132,9 +133,10 @@ type CompactOptions struct {
 
 // DefaultCompactOptions returns a fresh CompactOptions with the defaults:
 // 128 MiB targets, candidates below half of it (64 MiB; SmallBytes 0
-// follows TargetBytes), at least 2 sources a group,
-// 65,536 rows per row group, rows sorted by the hour first, zstd, 64 retries, at most 1 GiB of sources per
-// call, no group bound, 128 MiB of memory, runs spilled to os.TempDir().
+// follows TargetBytes), at least 2 sources a group, 65,536 rows per row
+// group, rows sorted by the hour first, zstd, 64 retries, at most 1 GiB of
+// sources per call, no group bound, 128 MiB of memory, runs spilled to
+// os.TempDir().
 func DefaultCompactOptions() *CompactOptions {
 	return &CompactOptions{
 		MemoryBytes:        DefaultCompactMemoryBytes,
