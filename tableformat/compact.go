@@ -1,6 +1,6 @@
 // Compaction: many small segments (a table fed by frequent small appends)
-// are merged into few large ones, sorted by (UTC day of a timestamp index,
-// entity columns, index; see compact_sort.go), in one
+// are merged into few large ones, sorted by (UTC hour of a timestamp index
+// by default, entity columns, index; see compact_sort.go), in one
 // commit that removes the sources and adds the outputs. The rows and the
 // coverage stay exactly the same; only the files that hold them change.
 //
@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -30,10 +31,11 @@ const (
 	// one full append row group.
 	DefaultCompactTargetBytes = 128 << 20
 	// DefaultCompactRowsPerRowGroup bounds the rows of an output row group.
-	// Outputs are sorted by (day, entity, index), so each row group holds
-	// a narrow slice of days, identities and time, and its statistics (and the
-	// page index) let scans and SQL skip most of a file. 65,536 rows is
-	// also the batch size scans decode, so a row group is about one batch.
+	// Outputs are sorted by (time bucket, entity, index), so each row
+	// group holds a narrow slice of time and of identities, and its
+	// statistics (and the page index) let scans and SQL skip most of a
+	// file. 65,536 rows is also the batch size scans decode, so a row
+	// group is about one batch.
 	DefaultCompactRowsPerRowGroup = 1 << 16
 	// DefaultCompactMaxBytes bounds the source bytes one Compact call
 	// merges (1 GiB, eight full groups), so that a background policy can
@@ -47,6 +49,11 @@ const (
 	DefaultCompactMemoryBytes = 128 << 20
 	// MinCompactMemoryBytes is the smallest memory bound accepted (1 MiB).
 	MinCompactMemoryBytes = 1 << 20
+	// DefaultCompactSortBucket is the time bucket outputs are sorted by
+	// first (CompactOptions.SortBucket): one hour, so that a row group of
+	// 65,536 rows holds a few hours at most and a query of one entity over
+	// an hour reads a few pages (measured: docs/format/segments.md).
+	DefaultCompactSortBucket = time.Hour
 )
 
 // CompactOptions tune one [Table.Compact]. Use [DefaultCompactOptions];
@@ -71,6 +78,16 @@ type CompactOptions struct {
 	// MaxRowsPerRowGroup bounds the rows of each output row group. 0 means
 	// DefaultCompactRowsPerRowGroup (65,536); negative is refused.
 	MaxRowsPerRowGroup int64
+	// SortBucket is the length of the UTC time buckets the rows of a
+	// timestamp-indexed table are sorted by first: outputs hold their rows
+	// by (bucket, entity columns, index), so that each row group covers a
+	// narrow time range and, inside it, each entity's rows are contiguous.
+	// 0 means DefaultCompactSortBucket (one hour). It must be a whole
+	// number of seconds, at least one; shorter or fractional values, and
+	// negative ones, are refused. Buckets are counted from the Unix epoch.
+	// Integer indexes have no buckets: their rows are sorted by (entity
+	// columns, index).
+	SortBucket time.Duration
 	// Compression of the output segments. The zero value is
 	// compress.Codecs.Uncompressed; the default is zstd, as appends.
 	Compression compress.Compression
@@ -116,15 +133,17 @@ type CompactOptions struct {
 
 // DefaultCompactOptions returns a fresh CompactOptions with the defaults:
 // 128 MiB targets, candidates below half of it (64 MiB; SmallBytes 0
-// follows TargetBytes), at least 2 sources a group,
-// 65,536 rows per row group, zstd, 64 retries, at most 1 GiB of sources per
-// call, no group bound, 128 MiB of memory, runs spilled to os.TempDir().
+// follows TargetBytes), at least 2 sources a group, 65,536 rows per row
+// group, rows sorted by the hour first, zstd, 64 retries, at most 1 GiB of
+// sources per call, no group bound, 128 MiB of memory, runs spilled to
+// os.TempDir().
 func DefaultCompactOptions() *CompactOptions {
 	return &CompactOptions{
 		MemoryBytes:        DefaultCompactMemoryBytes,
 		TargetBytes:        DefaultCompactTargetBytes,
 		MinSegments:        2,
 		MaxRowsPerRowGroup: DefaultCompactRowsPerRowGroup,
+		SortBucket:         DefaultCompactSortBucket,
 		Compression:        compress.Codecs.Zstd,
 		MaxRetries:         64,
 		MaxBytes:           DefaultCompactMaxBytes,
@@ -146,6 +165,8 @@ func (o *CompactOptions) resolve() (*CompactOptions, error) {
 		return nil, invalidf("compact: MinSegments must be at least 2 (0 = 2), got %d", r.MinSegments)
 	case r.MaxRowsPerRowGroup < 0:
 		return nil, invalidf("compact: MaxRowsPerRowGroup must be positive (0 = %d), got %d", DefaultCompactRowsPerRowGroup, r.MaxRowsPerRowGroup)
+	case r.SortBucket < 0 || (r.SortBucket > 0 && r.SortBucket < time.Second) || r.SortBucket%time.Second != 0:
+		return nil, invalidf("compact: SortBucket must be a whole number of seconds, at least 1s (0 = %v), got %v", DefaultCompactSortBucket, r.SortBucket)
 	case r.MaxRetries < 0:
 		return nil, invalidf("compact: MaxRetries must not be negative, got %d", r.MaxRetries)
 	case r.MaxGroups < 0:
@@ -172,6 +193,9 @@ func (o *CompactOptions) resolve() (*CompactOptions, error) {
 	}
 	if r.MaxRowsPerRowGroup == 0 {
 		r.MaxRowsPerRowGroup = DefaultCompactRowsPerRowGroup
+	}
+	if r.SortBucket == 0 {
+		r.SortBucket = DefaultCompactSortBucket
 	}
 	if r.Alloc == nil {
 		r.Alloc = scanPool

@@ -104,7 +104,7 @@ const (
 	compactScanWorkers = 2
 	// compactRefBytes is the sort index per buffered row: a compactRef,
 	// and its index key while the order is built.
-	compactRefBytes = 24 + 8
+	compactRefBytes = 32 + 8
 	// compactIdentBytes is the sort's map entry per distinct identity
 	// (plus the key's length).
 	compactIdentBytes = 96

@@ -208,13 +208,8 @@ func TestCompactMemoryBound(t *testing.T) {
 		t.Fatal("the union of the live sidecars changed")
 	}
 	keys, _ := segmentFileRows(t, e.dir, after.Segments[0].Path)
-	if len(keys) != 300000 || !slices.IsSortedFunc(keys, func(a, b [2]string) int {
-		if c := strings.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(a[1], b[1])
-	}) {
-		t.Fatalf("the output's %d rows are not sorted by (host, ts)", len(keys))
+	if len(keys) != 300000 || !slices.IsSortedFunc(keys, byBucketHostTS(time.Hour)) {
+		t.Fatalf("the output's %d rows are not sorted by (hour, host, ts)", len(keys))
 	}
 	checkTable(t, ctx, e.tb)
 	if peak.cur.Load() != 0 {
@@ -453,13 +448,8 @@ func TestCompactMemoryBoundWide(t *testing.T) {
 		t.Fatal("rows differ after compaction")
 	}
 	keys, groups := segmentFileRows(t, dir, tb.State().Segments[0].Path)
-	if !slices.IsSortedFunc(keys, func(a, b [2]string) int {
-		if c := strings.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(a[1], b[1])
-	}) {
-		t.Fatal("the output is not sorted by (host, ts)")
+	if !slices.IsSortedFunc(keys, byBucketHostTS(time.Hour)) {
+		t.Fatal("the output is not sorted by (hour, host, ts)")
 	}
 	t.Logf("output row groups: %v", groups)
 	checkTable(t, ctx, tb)
@@ -497,7 +487,7 @@ func TestCompactBinaryLimit(t *testing.T) {
 				}
 				return strings.Compare(a[1], b[1])
 			}) {
-				t.Fatal("the output is not sorted by (host, ts)")
+				t.Fatal("the output is not sorted by (hour, host, ts)")
 			}
 			checkTable(t, e.ctx, e.tb)
 		})

@@ -29,12 +29,12 @@ type mergeInput struct {
 	rd  *ipc.Reader
 	seq int // tie-break: rows equal in (identity, index) keep run order
 
-	rec    arrow.RecordBatch // current batch (our reference)
-	pos    int
-	keys   []uint64
-	days   []uint32 // per row, compactDays of its key
-	ident  []int32  // per row, its identity in idents
-	idents []coverage.Identity
+	rec     arrow.RecordBatch // current batch (our reference)
+	pos     int
+	keys    []uint64
+	buckets []uint64 // per row, compactBuckets of its key
+	ident   []int32  // per row, its identity in idents
+	idents  []coverage.Identity
 	// src is rec's index in the chunk being gathered, -1 when the chunk
 	// holds no row of it yet.
 	src int
@@ -45,7 +45,7 @@ type compactMerger struct {
 	mem       memory.Allocator
 	acct      *compactAccount
 	ir        indexReader
-	dayOf     func(uint64) uint32 // compactDays(ir)
+	bucketOf  func(uint64) uint64 // compactBuckets(ir, SortBucket)
 	er        entityReader
 	schema    *arrow.Schema
 	chunkRows int
@@ -137,14 +137,14 @@ func (m *compactMerger) before(top, next *mergeInput) int {
 	if len(next.idents) > 0 {
 		nid = next.idents[next.ident[next.pos]]
 	}
-	nkey, nday := next.keys[next.pos], next.days[next.pos]
+	nkey, nbucket := next.keys[next.pos], next.buckets[next.pos]
 	lastIdent, identCmp := int32(-1), 0
 	for row := top.pos + 1; row < n; row++ {
-		if d := top.days[row]; d != nday {
-			if d > nday {
+		if b := top.buckets[row]; b != nbucket {
+			if b > nbucket {
 				return row
 			}
-			lastIdent = -1 // an earlier day: before next whatever the identity
+			lastIdent = -1 // an earlier bucket: before next whatever the identity
 			continue
 		}
 		if id := top.ident[row]; id != lastIdent {
@@ -166,8 +166,8 @@ func (m *compactMerger) next(in *mergeInput) (bool, error) {
 		in.rec.Release()
 		in.rec = nil
 	}
-	m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4 - int64(cap(in.days))*4)
-	in.keys, in.days, in.ident, in.idents, in.pos, in.src = nil, nil, nil, nil, 0, -1
+	m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4 - int64(cap(in.buckets))*8)
+	in.keys, in.buckets, in.ident, in.idents, in.pos, in.src = nil, nil, nil, nil, 0, -1
 	for in.rd.Next() {
 		rec := in.rd.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -176,9 +176,9 @@ func (m *compactMerger) next(in *mergeInput) (bool, error) {
 		rec.Retain()
 		in.rec = rec
 		in.keys = compactIndexKeys(rec.Column(m.ir.col), m.ir.typ)
-		in.days = compactDayKeys(m.dayOf, in.keys)
+		in.buckets = compactBucketKeys(m.bucketOf, in.keys)
 		in.ident = make([]int32, rec.NumRows())
-		m.acct.reserve(int64(cap(in.keys))*8 + int64(cap(in.ident))*4 + int64(cap(in.days))*4)
+		m.acct.reserve(int64(cap(in.keys))*8 + int64(cap(in.ident))*4 + int64(cap(in.buckets))*8)
 		if len(m.er.cols) > 0 {
 			cols := make([]arrow.Array, len(m.er.cols))
 			for k, c := range m.er.cols {
@@ -261,8 +261,8 @@ func (h mergeHeap) Len() int { return len(h) }
 
 func (h mergeHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
-	if da, db := a.days[a.pos], b.days[b.pos]; da != db {
-		return da < db
+	if ba, bb := a.buckets[a.pos], b.buckets[b.pos]; ba != bb {
+		return ba < bb
 	}
 	if len(a.idents) > 0 {
 		if c := a.idents[a.ident[a.pos]].Compare(b.idents[b.ident[b.pos]]); c != 0 {

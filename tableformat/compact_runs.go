@@ -150,7 +150,7 @@ func (c *compactRuns) sortInto(ctx context.Context, sink compactSink, chunkRows 
 	idx := sortIndexBytes(c.bufRows, c.idents)
 	c.r.acct.reserve(idx)
 	defer c.r.acct.reserve(-idx)
-	if err := c.buf.sort(c.ir, c.er); err != nil {
+	if err := c.buf.sort(c.ir, c.er, compactBuckets(c.ir, c.r.opts.SortBucket)); err != nil {
 		return err
 	}
 	for lo := 0; lo < len(c.buf.order); {
@@ -177,7 +177,7 @@ func (c *compactRuns) write(ctx context.Context, out compactSink) error {
 	if err := c.spill(ctx); err != nil {
 		return err
 	}
-	m := &compactMerger{mem: c.r.acct, acct: c.r.acct, ir: c.ir, dayOf: compactDays(c.ir), er: c.er, schema: c.schema, chunkRows: c.budget.runRows}
+	m := &compactMerger{mem: c.r.acct, acct: c.r.acct, ir: c.ir, bucketOf: compactBuckets(c.ir, c.r.opts.SortBucket), er: c.er, schema: c.schema, chunkRows: c.budget.runRows}
 	// Merge passes while there are more runs than one merge reads: the
 	// smallest runs first, as few as leave exactly compactFanIn for the
 	// last merge, so that a row is rewritten as few times as can be.

@@ -3,8 +3,10 @@ package tableformat
 import (
 	"cmp"
 	"encoding/binary"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,22 +15,26 @@ import (
 )
 
 // Sorting and gathering rows in memory: the rows of a compaction that fit
-// its memory bound are sorted by (day, identity, index) through an index
-// of row references, and gathered in that order into new batches.
+// its memory bound are sorted by (time bucket, identity, index) through an
+// index of row references, and gathered in that order into new batches.
 //
-// The day (UTC, of a timestamp index; integer indexes have none) comes
-// first so that a compacted segment's row groups follow time: a query for
-// the last hour then reads the row groups of the last day instead of every
-// row group, as it must when the rows of each identity span the whole
-// segment. Inside a day, rows stay grouped by identity, so that a query
-// for one entity reads the row groups that hold it. Measured with DuckDB
-// on the bench's stream table (1,000,000 rows, 100 hosts, 28 hours, row
-// groups of 65,536) against the same rows in arrival order: count of the
-// last hour 3.2 ms sorted by (identity, index), 1.2 ms by (day, identity,
-// index), 2.0 ms in arrival order; one host's maximum over the whole span
-// 1.0 / 1.4 / 3.8 ms; one host over an hour 1.5 / 1.9 / 3.7 ms; the
-// maximum of every host 2.4 / 3.5 / 3.7 ms. InfluxDB 3 partitions by day
-// and sorts by tags and time inside for the same reason.
+// The bucket (CompactOptions.SortBucket, one hour by default: the UTC
+// bucket of a timestamp index; integer indexes have none) comes first so
+// that a compacted segment's row groups follow time: a query for the last
+// hour reads the row groups of that hour instead of every row group, as it
+// must when the rows of each identity span the whole segment. Inside a
+// bucket, rows stay grouped by identity, so that a query for one entity
+// reads the pages (page index) of its rows in the row groups of its hours.
+//
+// Measured with DuckDB on the bench's stream table (1,000,000 rows, 100
+// hosts, 28 hours, row groups of 65,536) against the same rows in arrival
+// order: count of the last hour 3.2 ms sorted by (identity, index), 1.2 ms
+// by (day, identity, index), 2.0 ms in arrival order; one host's maximum
+// over the whole span 1.0 / 1.4 / 3.8 ms; one host over an hour 1.5 / 1.9
+// / 3.7 ms; the maximum of every host 2.4 / 3.5 / 3.7 ms. An hour instead
+// of a day: see docs/format/segments.md (TSBS, 864,000 rows: the measured
+// layouts). InfluxDB 3 partitions by day and sorts by tags and time inside
+// for the same reason.
 
 // compactRows are the decoded rows of one group, and their order.
 type compactRows struct {
@@ -44,35 +50,39 @@ type compactRows struct {
 // compactRef is one row: its identity's rank, its index as an ordered key,
 // and where it is.
 type compactRef struct {
-	day   uint32 // compactDays order key
-	ident uint32
-	key   uint64
-	batch uint32
-	row   uint32
+	bucket uint64 // compactBuckets order key
+	ident  uint32
+	key    uint64
+	batch  uint32
+	row    uint32
 }
 
-// compactDays returns the function that maps an index key (as
-// compactIndexKeys makes them) to the order key of its UTC day: for a
-// timestamp index, the day number with its sign bit flipped (clamped to
-// 32 bits, which keeps the order); 0 for integer indexes, whose rows are
-// sorted by (identity, index) alone.
-func compactDays(ir indexReader) func(key uint64) uint32 {
-	if ir.typ != IndexTimestamp || ir.unitsPerSecond <= 0 {
-		return func(uint64) uint32 { return 0 }
+// compactBuckets returns the function that maps an index key (as
+// compactIndexKeys makes them) to the order key of its UTC time bucket of
+// the given length (a whole number of seconds, at least one; see
+// CompactOptions.SortBucket): for a timestamp index, the bucket number
+// with its sign bit flipped, which keeps the order; 0 for integer indexes,
+// whose rows are sorted by (identity, index) alone.
+func compactBuckets(ir indexReader, bucket time.Duration) func(key uint64) uint64 {
+	if ir.typ != IndexTimestamp || ir.unitsPerSecond <= 0 || bucket < time.Second {
+		return func(uint64) uint64 { return 0 }
 	}
-	perDay := ir.unitsPerSecond * 86400
-	return func(key uint64) uint32 {
-		day, _ := floorDiv(int64(key^1<<63), perDay)
-		day = min(max(day, -1<<31), 1<<31-1)
-		return uint32(int32(day)) ^ 1<<31
+	secs := int64(bucket / time.Second)
+	per := int64(math.MaxInt64)
+	if secs <= math.MaxInt64/ir.unitsPerSecond {
+		per = secs * ir.unitsPerSecond
+	}
+	return func(key uint64) uint64 {
+		n, _ := floorDiv(int64(key^1<<63), per)
+		return uint64(n) ^ 1<<63
 	}
 }
 
-// compactDayKeys is compactDays applied to keys.
-func compactDayKeys(dayOf func(uint64) uint32, keys []uint64) []uint32 {
-	out := make([]uint32, len(keys))
+// compactBucketKeys is compactBuckets applied to keys.
+func compactBucketKeys(bucketOf func(uint64) uint64, keys []uint64) []uint64 {
+	out := make([]uint64, len(keys))
 	for i, k := range keys {
-		out[i] = dayOf(k)
+		out[i] = bucketOf(k)
 	}
 	return out
 }
@@ -84,10 +94,10 @@ func (rows *compactRows) release() {
 	rows.batches = nil
 }
 
-// sort orders the rows by (day, identity, index): days ascending (see
-// compactDays), identities in the canonical order of the coverage
+// sort orders the rows by (bucket, identity, index): buckets ascending
+// (see compactBuckets), identities in the canonical order of the coverage
 // (component by component, strings bytewise), index values ascending.
-func (rows *compactRows) sort(ir indexReader, er entityReader) error {
+func (rows *compactRows) sort(ir indexReader, er entityReader, bucketOf func(uint64) uint64) error {
 	var total int
 	for _, b := range rows.batches {
 		total += int(b.NumRows())
@@ -99,7 +109,6 @@ func (rows *compactRows) sort(ir indexReader, er entityReader) error {
 	seen := map[string]uint32{}
 	var idents []coverage.Identity
 	var key []byte
-	dayOf := compactDays(ir)
 	for bi, b := range rows.batches {
 		n := int(b.NumRows())
 		keys := compactIndexKeys(b.Column(ir.col), ir.typ)
@@ -118,7 +127,7 @@ func (rows *compactRows) sort(ir indexReader, er entityReader) error {
 					idents = append(idents, compactIdentity(cols, er.types, row))
 				}
 			}
-			rows.order = append(rows.order, compactRef{day: dayOf(keys[row]), ident: id, key: keys[row], batch: uint32(bi), row: uint32(row)})
+			rows.order = append(rows.order, compactRef{bucket: bucketOf(keys[row]), ident: id, key: keys[row], batch: uint32(bi), row: uint32(row)})
 		}
 	}
 	if len(idents) > 1 {
@@ -136,7 +145,7 @@ func (rows *compactRows) sort(ir indexReader, er entityReader) error {
 		}
 	}
 	slices.SortFunc(rows.order, func(a, b compactRef) int {
-		if c := cmp.Compare(a.day, b.day); c != 0 {
+		if c := cmp.Compare(a.bucket, b.bucket); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.ident, b.ident); c != 0 {

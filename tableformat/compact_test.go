@@ -100,13 +100,8 @@ func TestCompactMergesSmallAppends(t *testing.T) {
 
 	// Stored order and row groups.
 	keys, groups := segmentFileRows(t, e.dir, seg.Path)
-	if len(keys) != 2000 || !slices.IsSortedFunc(keys, func(a, b [2]string) int {
-		if c := strings.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(a[1], b[1])
-	}) {
-		t.Fatalf("output rows are not sorted by (host, ts): %d rows, first %v", len(keys), keys[:3])
+	if len(keys) != 2000 || !slices.IsSortedFunc(keys, byBucketHostTS(time.Hour)) {
+		t.Fatalf("output rows are not sorted by (hour, host, ts): %d rows, first %v", len(keys), keys[:3])
 	}
 	if len(groups) != 7 {
 		t.Fatalf("row groups %v, want 7 of at most 300 rows", groups)
@@ -255,12 +250,7 @@ func TestCompactRollsOutputs(t *testing.T) {
 		}
 		keys = append(keys, k...)
 	}
-	if !slices.IsSortedFunc(keys, func(a, b [2]string) int {
-		if c := strings.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(a[1], b[1])
-	}) {
+	if !slices.IsSortedFunc(keys, byBucketHostTS(time.Hour)) {
 		t.Fatal("the outputs in order do not hold the rows sorted by (host, ts)")
 	}
 	if _, err := e.tb.Commit(ctx, st.Version, compactActions(plan.groups)); err != nil {
@@ -433,6 +423,9 @@ func TestCompactRefusesOptions(t *testing.T) {
 		{func(o *CompactOptions) { o.MinSegments = 1 }, "MinSegments must be at least 2 (0 = 2), got 1"},
 		{func(o *CompactOptions) { o.MinSegments = -2 }, "MinSegments must be at least 2 (0 = 2), got -2"},
 		{func(o *CompactOptions) { o.MaxRowsPerRowGroup = -1 }, "MaxRowsPerRowGroup must be positive (0 = 65536), got -1"},
+		{func(o *CompactOptions) { o.SortBucket = 500 * time.Millisecond }, "SortBucket must be a whole number of seconds, at least 1s (0 = 1h0m0s), got 500ms"},
+		{func(o *CompactOptions) { o.SortBucket = 1500 * time.Millisecond }, "SortBucket must be a whole number of seconds, at least 1s (0 = 1h0m0s), got 1.5s"},
+		{func(o *CompactOptions) { o.SortBucket = -time.Hour }, "SortBucket must be a whole number of seconds, at least 1s (0 = 1h0m0s), got -1h0m0s"},
 		{func(o *CompactOptions) { o.MaxRetries = -1 }, "MaxRetries must not be negative, got -1"},
 		{func(o *CompactOptions) { o.MaxGroups = -1 }, "MaxGroups must not be negative (0 = no bound), got -1"},
 		{func(o *CompactOptions) { o.MaxBytes = -1 }, "MaxBytes must not be negative (0 = no bound), got -1"},
@@ -454,7 +447,8 @@ func TestCompactRefusesOptions(t *testing.T) {
 		t.Fatalf("zero options: %+v %v", rep, err)
 	}
 	if o, _ := (&CompactOptions{}).resolve(); o.TargetBytes != DefaultCompactTargetBytes || o.SmallBytes != DefaultCompactTargetBytes/2 ||
-		o.MinSegments != 2 || o.MaxRowsPerRowGroup != DefaultCompactRowsPerRowGroup || o.Alloc != scanPool || o.MemoryBytes != DefaultCompactMemoryBytes || o.SpillDir != "" {
+		o.MinSegments != 2 || o.MaxRowsPerRowGroup != DefaultCompactRowsPerRowGroup || o.Alloc != scanPool || o.MemoryBytes != DefaultCompactMemoryBytes || o.SpillDir != "" ||
+		o.SortBucket != time.Hour {
 		t.Fatalf("zero options resolve to %+v", o)
 	}
 	if o, _ := (*CompactOptions)(nil).resolve(); o.MaxRetries != 64 || o.MaxBytes != DefaultCompactMaxBytes || o.MemoryBytes != DefaultCompactMemoryBytes {

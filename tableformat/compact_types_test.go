@@ -91,7 +91,8 @@ func testCompactAllTypes(t *testing.T, limit int64) {
 		t.Fatalf("rows after compaction:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	checkTable(t, ctx, tb)
-	// Stored order: by the UTC day of ts, the entity columns, then ts.
+	// Stored order: by the UTC hour of ts (so by its day too), the entity
+	// columns, then ts.
 	pf, err := file.OpenParquetFile(filepath.Join(dir, filepath.FromSlash(tb.State().Segments[0].Path)), false)
 	if err != nil {
 		t.Fatal(err)
