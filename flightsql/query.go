@@ -97,12 +97,14 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	}
 	schemas := make([]*arrow.Schema, len(rows))
 	var versions map[string]uint64
+	untyped := false
 	for i, args := range rows {
 		d, err := s.describe(ctx, q, args, versions)
 		if err != nil {
 			return nil, err
 		}
 		schemas[i] = d.schema
+		untyped = untyped || d.untyped
 		if i == 0 {
 			versions = d.plan.versions
 		}
@@ -110,6 +112,11 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	unified := unifySchemas(schemas, rows)
 	info.Schema = flight.SerializeSchema(unified, s.alloc)
 	h := stmtHandle{ID: newID(), Query: q, Versions: versions}
+	if untyped {
+		// DoGet's batches must match the FlightInfo exactly (names too:
+		// the ADBC drivers compare schemas).
+		h.Schema = info.Schema
+	}
 	for i, args := range rows {
 		if !schemas[i].Equal(unified) {
 			h.Schema = info.Schema
@@ -282,6 +289,9 @@ type description struct {
 	schema *arrow.Schema
 	params []bindings.Type // of the rewritten text's parameters
 	plan   *queryPlan
+	// untyped says the schema came from a run with the values bound:
+	// DoGet's batches take their names and types from the ticket.
+	untyped bool
 }
 
 // describe plans q with args and returns the result's schema without
@@ -315,7 +325,12 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 		}
 	}
 	defer rdr.Release()
-	d.schema = renamed(rdr.Schema(), columnNames(ps))
+	// The statement's own names (nesting renames repeated ones), and, for
+	// the columns DuckDB could not name before the values were bound (it
+	// calls them "unknown"), the names it gives them bound, as DoGet's
+	// run of the bound statement does: "($1 + 1)".
+	d.untyped = true
+	d.schema = renamed(rdr.Schema(), boundNames(ps, rdr.Schema().Fields()))
 	return d, nil
 }
 
