@@ -88,9 +88,15 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, %d were bound", a.params, len(args))
 	}
 	p := &queryPlan{versions: map[string]uint64{}, params: a.params, declared: a.params, consumed: map[int]bool{}}
-	names, err := s.svc.TableNames()
-	if err != nil {
-		return nil, err
+	// Listing the root (a directory read and a stat per table) is the
+	// catalog's cost: a statement that names no table and calls no table
+	// function of ours (SELECT 1) does not pay it.
+	var names []string
+	if len(a.refs) > 0 || len(a.funcs) > 0 {
+		var err error
+		if names, err = s.svc.TableNames(); err != nil {
+			return nil, err
+		}
 	}
 	// Group the references by the relation they read: a table at its
 	// newest (or pinned) version, or a table at a version named in the
