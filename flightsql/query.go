@@ -260,11 +260,12 @@ func nullFillBytes(dt arrow.DataType, n int) int64 {
 	return mul(8, rows+1) // offsets
 }
 
-// prepareOn plans q on a new connection, creates what the plan needs and
-// prepares the statement. The caller destroys ps and closes sess.
+// prepareOn plans q on a connection of the pool, creates what the plan
+// needs and prepares the statement (or finds it prepared on that
+// connection). The caller frees ps with sess.drop and closes sess.
 func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map[string]uint64) (*session, *queryPlan, bindings.PreparedStatement, error) {
 	var ps bindings.PreparedStatement
-	sess, err := s.engine.open(ctx)
+	sess, err := s.pool.get(ctx, q)
 	if err != nil {
 		return nil, nil, ps, s.sqlStatus(err)
 	}
@@ -273,7 +274,7 @@ func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map
 		err = s.setup(ctx, sess, plan)
 	}
 	if err == nil {
-		if ps, err = sess.prepare(plan.text); err != nil {
+		if ps, err = sess.prepareCached(q, plan.text); err != nil {
 			err = s.sqlStatus(err)
 		}
 	}
@@ -305,7 +306,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 		return nil, err
 	}
 	defer sess.close()
-	defer bindings.DestroyPrepare(&ps)
+	defer sess.drop(&ps)
 	d := &description{params: paramTypes(ps), plan: plan}
 	if len(args) == 0 {
 		if d.schema, err = sess.describePrepared(ps); err == nil {
@@ -317,7 +318,7 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 	}
 	nargs := plan.bindArgs(args)
 	// LIMIT 0 lets DuckDB bind and type the query without running it.
-	rdr, err := sess.query(ctx, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
+	rdr, err := sess.queryCached(ctx, q, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
 	if err != nil {
 		// A statement that cannot be a subquery: run it and keep the schema.
 		if rdr, err = sess.query(ctx, plan.text, nargs); err != nil {
@@ -325,6 +326,11 @@ func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[
 		}
 	}
 	defer rdr.Release()
+	for rdr.Next() { // LIMIT 0: read to its end, which leaves the connection clean
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, s.sqlStatus(err)
+	}
 	// The statement's own names (nesting renames repeated ones), and, for
 	// the columns DuckDB could not name before the values were bound (it
 	// calls them "unknown"), the names it gives them bound, as DoGet's
@@ -421,7 +427,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		}
 		sess, target = rq.sess, rq.schema
 	} else {
-		if sess, err = s.engine.open(ctx); err != nil {
+		if sess, err = s.pool.get(ctx, h.Query); err != nil {
 			return fail(s.sqlStatus(err))
 		}
 		if rdr, err = s.run(ctx, sess, &h, rows[0]); err != nil {
@@ -506,7 +512,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 			return rdr, err
 		}
 	}
-	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
+	rdr, err := sess.queryCached(ctx, h.Query, plan.text, plan.bindArgs(args))
 	if err != nil {
 		return nil, s.sqlStatus(err)
 	}

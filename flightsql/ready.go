@@ -249,7 +249,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		sc, err = sess.describePrepared(ps)
 	}
 	if sc == nil {
-		bindings.DestroyPrepare(&ps)
+		sess.drop(&ps)
 		sess.close()
 		if err == nil || err == errUntyped {
 			return nil, nil
@@ -262,7 +262,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		if err != nil {
 			// The server runs its limit of calls: do not start ahead;
 			// the DoGet runs the query (and is itself counted).
-			bindings.DestroyPrepare(&ps)
+			sess.drop(&ps)
 			sess.close()
 			return &readyQuery{plan: plan, schema: sc, query: q, born: rq.born}, nil
 		}
@@ -274,7 +274,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 			if rq.release != nil {
 				rq.release() // the gate hold taken above
 			}
-			bindings.DestroyPrepare(&ps)
+			sess.drop(&ps)
 			sess.close()
 			return nil, s.sqlStatus(err)
 		}
