@@ -34,6 +34,10 @@ const (
 	poolIdleMax = 4
 	// sessionStmtMax bounds the prepared statements one connection keeps.
 	sessionStmtMax = 16
+	// sessionStmtMaxText bounds the planned text of a kept statement: a
+	// plan over thousands of segments is long, and so is DuckDB's
+	// statement of it (4 × 16 of them are kept at most).
+	sessionStmtMaxText = 64 << 10
 )
 
 // connPool holds idle, clean DuckDB connections.
@@ -117,7 +121,7 @@ func (p *connPool) close() {
 // counted). query is the client's text the plan came from. Callers free
 // the statement with drop, which keeps cached ones.
 func (s *session) prepareCached(query, text string) (bindings.PreparedStatement, error) {
-	if s.pool == nil {
+	if s.pool == nil || len(text) > sessionStmtMaxText {
 		return s.prepare(text)
 	}
 	if ps, ok := s.stmts[text]; ok {

@@ -121,3 +121,42 @@ func TestPooledCancelInterrupts(t *testing.T) {
 		t.Fatalf("next query: %v", got)
 	}
 }
+
+// TestPoolKeepsBoundedStatements: a connection keeps at most
+// sessionStmtMax statements (the least recently used go) and none whose
+// planned text is longer than sessionStmtMaxText; statements it does not
+// keep are freed after use (the Arrow allocators' zero checks and the
+// race detector watch the rest).
+func TestPoolKeepsBoundedStatements(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	for i := range sessionStmtMax + 5 {
+		if got := s.scalar(ctx, fmt.Sprintf("SELECT %d", i)); got != fmt.Sprint(i) {
+			t.Fatalf("SELECT %d = %s", i, got)
+		}
+	}
+	long := "SELECT 7 AS v -- " + fmt.Sprintf("%0*d", sessionStmtMaxText, 0)
+	if got := s.scalar(ctx, long); got != "7" {
+		t.Fatalf("a long text = %s, want 7", got)
+	}
+	s.sql.pool.mu.Lock()
+	defer s.sql.pool.mu.Unlock()
+	if len(s.sql.pool.idle) == 0 {
+		t.Fatal("no idle connection after clean queries")
+	}
+	most := 0
+	for _, sess := range s.sql.pool.idle {
+		most = max(most, len(sess.stmts))
+		if n := len(sess.stmts); n > sessionStmtMax || len(sess.order) != n {
+			t.Fatalf("a connection keeps %d statements (order %d), at most %d", n, len(sess.order), sessionStmtMax)
+		}
+		for text := range sess.stmts {
+			if len(text) > sessionStmtMaxText {
+				t.Fatalf("a connection keeps a statement of %d bytes of text", len(text))
+			}
+		}
+	}
+	if most != sessionStmtMax {
+		t.Fatalf("the fullest connection keeps %d statements after %d texts, want the bound %d", most, sessionStmtMax+5, sessionStmtMax)
+	}
+}
