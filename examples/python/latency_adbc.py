@@ -40,8 +40,12 @@ def cpu_seconds(pid):
 
 
 def measure(label, fn, n, pid, warmup=50):
-    for _ in range(warmup):
-        fn(0)
+    try:
+        for _ in range(warmup):
+            fn(0)
+    except Exception as e:  # noqa: BLE001 - a server that fails the loop: say so, go on
+        print("%-20s failed: %s" % (label, str(e).splitlines()[0]))
+        return None
     times = []
     cpu0 = cpu_seconds(pid)
     for i in range(n):
