@@ -4,11 +4,14 @@ package flightsql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -158,5 +161,66 @@ func TestPoolKeepsBoundedStatements(t *testing.T) {
 	}
 	if most != sessionStmtMax {
 		t.Fatalf("the fullest connection keeps %d statements after %d texts, want the bound %d", most, sessionStmtMax+5, sessionStmtMax)
+	}
+}
+
+// TestStartedAheadWithParameters: GetFlightInfo of a prepared statement
+// with one bound row starts it with the values bound (its FlightInfo has
+// the started run's schema); a DoGet of a ticket carrying other values
+// under the same statement id does not get that run: it runs its own.
+func TestStartedAheadWithParameters(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	p := s.prepare(ctx, "SELECT ? * 10 AS x")
+	params := paramBatch(t, s, []arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}}, [][]any{{int64(4)}})
+	p.SetParameters(params)
+	params.Release()
+	info, err := p.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.sql.ready.count(); n != 1 {
+		t.Fatalf("%d queries started ahead, want 1 (the bound row)", n)
+	}
+	raw, err := flightsql.GetStatementQueryTicket(info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h stmtHandle
+	if err := json.Unmarshal(raw.GetStatementHandle(), &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Rows) != 1 {
+		t.Fatalf("the ticket carries %d rows, want 1", len(h.Rows))
+	}
+	forged := h
+	forged.Rows = [][]wireValue{{{"int", "7"}}}
+	b, err := json.Marshal(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.fetch(ctx, &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(r.rowsOf())
+	r.release()
+	if got != "[70]" {
+		t.Fatalf("the ticket with 7: rows %s, want [70] (its own run, not the one started for 4)", got)
+	}
+	r, err = s.fetch(ctx, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.release()
+	if got := fmt.Sprint(r.rowsOf()); got != "[40]" {
+		t.Fatalf("rows %s, want [40]", got)
+	}
+	if !r.schema.Equal(s.schemaOf(info.Schema)) {
+		t.Fatalf("stream schema %v, FlightInfo schema %v", r.schema, s.schemaOf(info.Schema))
 	}
 }

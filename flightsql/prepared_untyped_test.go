@@ -28,9 +28,13 @@ func TestPreparedUntypedSchemaMatchesStream(t *testing.T) {
 		{"SELECT ? + 1", []arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}}, [][]any{{int64(41)}}, "[42]", "($1 + 1) ($1 + 1)"},
 		{"SELECT ? AS a, ? + 1, 'x' AS b", []arrow.Field{{Name: "p", Type: arrow.BinaryTypes.String}, {Name: "q", Type: arrow.PrimitiveTypes.Int64}},
 			[][]any{{"s", int64(1)}, {"t", int64(2)}}, "[s|2|x t|3|x]", "a b"},
-		// Typed by parameters, repeated names are DuckDB's in a subquery.
+		// One parameter row: the names of the run started ahead.
 		{"SELECT ? AS v, ? AS v", []arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}, {Name: "q", Type: arrow.PrimitiveTypes.Int64}},
-			[][]any{{int64(1), int64(2)}}, "[1|2]", "v v_1"},
+			[][]any{{int64(1), int64(2)}}, "[1|2]", "v v"},
+		// Several rows, typed by parameters: repeated names are DuckDB's
+		// in a subquery.
+		{"SELECT ? AS v, ? AS v", []arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}, {Name: "q", Type: arrow.PrimitiveTypes.Int64}},
+			[][]any{{int64(1), int64(2)}, {int64(3), int64(4)}}, "[1|2 3|4]", "v v_1"},
 		{"SELECT ?, ?", []arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}, {Name: "q", Type: arrow.PrimitiveTypes.Int64}},
 			[][]any{{int64(7), int64(8)}}, "[7|8]", "$1 $2"},
 	}

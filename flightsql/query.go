@@ -43,6 +43,16 @@ type stmtHandle struct {
 	Schema []byte `json:"s,omitempty"`
 }
 
+// rowKey is the key of a ticket's one parameter row in the ready cache
+// ("" without parameters; see rowsKey).
+func (h *stmtHandle) rowKey() string {
+	if len(h.Rows) != 1 {
+		return ""
+	}
+	b, _ := json.Marshal(h.Rows[0]) // strings only: cannot fail
+	return string(b)
+}
+
 func newID() string {
 	var b [12]byte
 	rand.Read(b[:])
@@ -76,18 +86,28 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 // call options when it fetches several.)
 func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
-	if len(rows) == 1 && rows[0] == nil {
-		rq, err := s.prepareReady(ctx, q)
+	if len(rows) == 1 {
+		rq, err := s.prepareReady(ctx, q, rows[0])
 		if err != nil {
 			return nil, err
 		}
 		if rq != nil {
 			h := stmtHandle{ID: newID(), Query: q, Versions: rq.plan.versions}
+			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
+			if rows[0] != nil {
+				w, err := encodeArgs(rows[0])
+				if err != nil {
+					rq.close()
+					return nil, err
+				}
+				// A DoGet that finds no started query runs it from the
+				// ticket, in the FlightInfo's schema.
+				h.Rows, h.Schema = [][]wireValue{w}, info.Schema
+			}
 			if info.Endpoint, err = s.endpointOf(&h); err != nil {
 				rq.close()
 				return nil, err
 			}
-			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
 			if rq.started() {
 				conn, _ := flightserver.ConnContext(ctx)
 				s.ready.put(h.ID, rq, conn)
@@ -416,8 +436,8 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	var target *arrow.Schema
 	var err error
 	var rq *readyQuery
-	if len(h.Rows) == 0 { // GetFlightInfo starts only statements without parameters
-		rq = s.ready.take(h.ID, h.Query)
+	if len(h.Rows) <= 1 { // GetFlightInfo starts statements of at most one parameter row
+		rq = s.ready.take(h.ID, h.Query, h.rowKey())
 	}
 	if rq != nil {
 		// GetFlightInfo started it: wait for its result.
