@@ -313,28 +313,6 @@ func columnNames(ps bindings.PreparedStatement) []string {
 	return names
 }
 
-// boundNames returns the result column names of ps, the unbound
-// statement, with those DuckDB could not name before its values were bound
-// (an unaliased column a parameter types is "unknown") taken from bound,
-// the columns of a run with the values bound. (bound's names alone would
-// not do: nesting renames repeated names.)
-func boundNames(ps bindings.PreparedStatement, bound []arrow.Field) []string {
-	names := columnNames(ps)
-	if len(names) != len(bound) {
-		return names
-	}
-	for i := range names {
-		if names[i] != "unknown" {
-			continue // named by the text (an alias), or typed
-		}
-		switch bindings.PreparedStatementColumnType(ps, bindings.IdxT(i)) {
-		case bindings.TypeInvalid, bindings.TypeAny, bindings.TypeSQLNull, bindings.TypeStringLiteral, bindings.TypeIntegerLiteral:
-			names[i] = bound[i].Name
-		}
-	}
-	return names
-}
-
 // errUntyped means a prepared statement's result types are not known
 // before it runs (a parameter without context decides them).
 var errUntyped = errors.New("the result types depend on the parameter values")
