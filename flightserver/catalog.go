@@ -162,6 +162,20 @@ func (c *catalog) tableNames() ([]string, error) {
 	return out, nil
 }
 
+// isTable reports whether tableNames would list name.
+func (c *catalog) isTable(name string) bool {
+	if ValidateTableName(name) != nil {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(c.root, name)); err != nil || !fi.IsDir() {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(c.root, name, tableformat.LogDir)); err != nil {
+		return false
+	}
+	return !c.phantom(name)
+}
+
 // phantom reports whether table directory name holds a log directory with
 // neither CURRENT nor a commit file: what a create that failed before its
 // first commit was durable (no space left on the device, say) leaves

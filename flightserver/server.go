@@ -178,6 +178,10 @@ func (s *Service) Table(ctx context.Context, name string) (*tableformat.Table, e
 // that never committed leaves behind (see catalog.phantom).
 func (s *Service) TableNames() ([]string, error) { return s.catalog.tableNames() }
 
+// IsTable reports whether name, exactly, is one of the names TableNames
+// lists, without listing the root.
+func (s *Service) IsTable(name string) bool { return s.catalog.isTable(name) }
+
 // scanAlloc is the allocator of scan output and of the batches DoGet
 // merges from it.
 func (s *Service) scanAlloc() memory.Allocator {

@@ -21,7 +21,7 @@ import (
 )
 
 // copyDir copies table directory from to to under root.
-func copyDir(t *testing.T, root, from, to string) {
+func copyDir(t testing.TB, root, from, to string) {
 	t.Helper()
 	src := filepath.Join(root, from)
 	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {

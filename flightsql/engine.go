@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,6 +122,17 @@ type session struct {
 	conn    bindings.Connection
 	oomHint string
 	root    string // the engine's root, which sqlStatusIn scrubs
+
+	// Set for a connection of the pool (pool.go): its kept prepared
+	// statements by text, least recently used first in order, the
+	// client texts it ran, and whether something left it unfit for
+	// another query (an error, an interrupt, a statement that created
+	// something on it).
+	pool   *connPool
+	stmts  map[string]bindings.PreparedStatement
+	order  []string
+	ran    map[string]bool
+	broken atomic.Bool
 }
 
 func (e *engine) open(context.Context) (*session, error) {
@@ -131,8 +143,13 @@ func (e *engine) open(context.Context) (*session, error) {
 	return &session{conn: c, oomHint: e.oomHint, root: e.root}, nil
 }
 
+// close ends the session: a clean pooled connection goes back to its
+// pool, any other is closed.
 func (s *session) close() error {
-	bindings.Disconnect(&s.conn)
+	if s.reusable() && s.pool.put(s) {
+		return nil
+	}
+	s.destroy()
 	return nil
 }
 
@@ -145,6 +162,7 @@ func (s *session) guard(ctx context.Context) (stop func()) {
 		defer close(exited)
 		select {
 		case <-ctx.Done():
+			s.broken.Store(true)
 			bindings.Interrupt(s.conn)
 		case <-done:
 		}
@@ -158,8 +176,10 @@ func (s *session) guard(ctx context.Context) (stop func()) {
 	}
 }
 
-// exec runs a statement without a result.
+// exec runs a statement without a result. Such statements change the
+// connection (views, tables, settings): it does not go back to the pool.
 func (s *session) exec(ctx context.Context, q string) error {
+	s.broken.Store(true)
 	stop := s.guard(ctx)
 	defer stop()
 	var res bindings.Result
@@ -273,6 +293,17 @@ func (s *session) query(ctx context.Context, q string, args []any) (array.Record
 	return s.execute(ctx, ps, args)
 }
 
+// queryCached is query with the prepared statement of text kept on the
+// session (prepareCached); query is the client's text text was planned
+// from.
+func (s *session) queryCached(ctx context.Context, query, text string, args []any) (array.RecordReader, error) {
+	ps, err := s.prepareCached(query, text)
+	if err != nil {
+		return nil, err
+	}
+	return s.execute(ctx, ps, args)
+}
+
 // columnNames returns the result column names of ps.
 func columnNames(ps bindings.PreparedStatement) []string {
 	names := make([]string, int(bindings.PreparedStatementColumnCount(ps)))
@@ -317,10 +348,11 @@ func (s *session) describePrepared(ps bindings.PreparedStatement) (*arrow.Schema
 }
 
 // execute binds args to ps and streams its result; the reader owns ps
-// (and destroys it when released, as it does on error here).
+// (and frees it with drop when released, as it does on error here).
 func (s *session) execute(ctx context.Context, ps bindings.PreparedStatement, args []any) (array.RecordReader, error) {
 	fail := func(err error) (array.RecordReader, error) {
-		bindings.DestroyPrepare(&ps)
+		s.broken.Store(true)
+		s.drop(&ps)
 		return nil, withContext(ctx, s.hint(err))
 	}
 	if err := bind(ps, args); err != nil {
@@ -357,6 +389,7 @@ func (s *session) execute(ctx context.Context, ps bindings.PreparedStatement, ar
 		bindings.DestroyLogicalType(&types[i])
 	}
 	if err := errorData(&ed); err != nil {
+		s.broken.Store(true)
 		r.Release()
 		return nil, err
 	}
@@ -457,9 +490,13 @@ func (r *chunkReader) Release() {
 		r.cur = nil
 	}
 	r.stop()
+	if !r.done || r.err != nil {
+		// Released unread or failed: the connection is not known clean.
+		r.sess.broken.Store(true)
+	}
 	bindings.DestroyArrowOptions(&r.opts)
 	bindings.DestroyResult(&r.res)
-	bindings.DestroyPrepare(&r.ps)
+	r.sess.drop(&r.ps)
 }
 
 // scalarString runs q (with args) and returns the first column of its
@@ -480,7 +517,12 @@ func (s *session) scalarString(ctx context.Context, q string, args ...any) (stri
 	if !ok || col.Len() == 0 || col.IsNull(0) {
 		return "", errors.New("the statement returned no string")
 	}
-	return strings.Clone(col.Value(0)), nil // the batch lives in C memory until released
+	// The batch lives in C memory until released.
+	v := strings.Clone(col.Value(0))
+	// Read to the result's end, which leaves a pooled connection clean.
+	for rdr.Next() {
+	}
+	return v, rdr.Err()
 }
 
 // duckError is an error DuckDB reported.

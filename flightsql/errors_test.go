@@ -14,7 +14,7 @@ import (
 )
 
 // doGetHandle fetches a statement ticket carrying handle.
-func (s *sqlServer) doGetHandle(t *testing.T, handle []byte) error {
+func (s *sqlServer) doGetHandle(t testing.TB, handle []byte) error {
 	t.Helper()
 	tkt, err := flightsql.CreateStatementQueryTicket(handle)
 	if err != nil {

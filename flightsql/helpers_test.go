@@ -32,7 +32,7 @@ import (
 // and client allocate from checked allocators; the cleanup asserts that
 // every byte was freed. Query plans are logged to logs.
 type sqlServer struct {
-	t      *testing.T
+	t      testing.TB
 	root   string
 	svc    *flightserver.Service
 	sql    *Server
@@ -85,7 +85,7 @@ type sqlStart struct {
 
 // startSQLServer starts a Flight SQL server on a fresh root, on a loopback
 // port, with a client; both checked for leaked Arrow memory at the end.
-func startSQLServer(t *testing.T, c sqlStart) *sqlServer {
+func startSQLServer(t testing.TB, c sqlStart) *sqlServer {
 	t.Helper()
 	s := &sqlServer{
 		t:      t,
@@ -150,7 +150,7 @@ func startSQLServer(t *testing.T, c sqlStart) *sqlServer {
 	return s
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

@@ -196,7 +196,7 @@ func (s *Server) runDirect(ctx context.Context, sess *session, plan *queryPlan) 
 		return nil, false, nil // DuckDB's own run says what is wrong
 	}
 	sc, err := sess.describePrepared(ps)
-	bindings.DestroyPrepare(&ps)
+	sess.drop(&ps)
 	if err != nil || sc == nil {
 		return nil, false, nil
 	}
@@ -210,7 +210,7 @@ func (s *Server) runDirect(ctx context.Context, sess *session, plan *queryPlan) 
 // startDirect makes r a started query whose result is rdr, and destroys
 // ps, which it then owns.
 func (r *readyQuery) startDirect(ps bindings.PreparedStatement, rdr array.RecordReader) {
-	bindings.DestroyPrepare(&ps)
+	r.sess.drop(&ps)
 	done := make(chan struct{})
 	close(done)
 	r.cancel, r.done, r.rdr = func() {}, done, rdr

@@ -88,7 +88,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, %d were bound", a.params, len(args))
 	}
 	p := &queryPlan{versions: map[string]uint64{}, params: a.params, declared: a.params, consumed: map[int]bool{}}
-	names, err := s.svc.TableNames()
+	names, err := s.tableNamesFor(a)
 	if err != nil {
 		return nil, err
 	}
@@ -292,14 +292,53 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 // verifiedRewrite marks a rewritten text in Server.verified.
 var verifiedRewrite = &analysis{}
 
-// ourTable reports which table a reference names, if it is one of ours:
-// bare, main.t, tsflight.t or tsflight.main.t, matched exactly or, failing
-// that, case-insensitively (as DuckDB matches names).
-func ourTable(r *tableRef, names []string) (string, bool) {
+// tableNamesFor returns the table names planQuery resolves a's references
+// against. Listing the root (a directory read and two stats per table) is
+// the catalog's cost, paid only when needed: a statement that names no
+// table (SELECT 1) gets none; one whose every reference names, exactly and
+// in our catalog, a table of the root gets those names (resolving against
+// the whole listing gives the same: an exact name wins); anything else
+// (names that match only without case, unknown names, whose error lists
+// the tables, table functions) gets the whole listing.
+func (s *Server) tableNamesFor(a *analysis) ([]string, error) {
+	if len(a.refs) == 0 && len(a.funcs) == 0 {
+		return nil, nil
+	}
+	if len(a.funcs) == 0 {
+		exact := make([]string, 0, len(a.refs))
+		for _, r := range a.refs {
+			base, _, _ := strings.Cut(r.name, versionMark)
+			if !ourQualifier(r) || !s.svc.IsTable(base) {
+				exact = nil
+				break
+			}
+			exact = append(exact, base)
+		}
+		if exact != nil {
+			slices.Sort(exact)
+			return slices.Compact(exact), nil
+		}
+	}
+	return s.svc.TableNames()
+}
+
+// ourQualifier reports whether a reference's catalog and schema are ours:
+// none, main, tsflight, tsflight.main.
+func ourQualifier(r *tableRef) bool {
 	switch {
 	case r.catalog == "" && (r.schema == "" || asciiEqualFold(r.schema, schemaName) || asciiEqualFold(r.schema, catalogName)):
 	case asciiEqualFold(r.catalog, catalogName) && (r.schema == "" || asciiEqualFold(r.schema, schemaName)):
 	default:
+		return false
+	}
+	return true
+}
+
+// ourTable reports which table a reference names, if it is one of ours:
+// bare, main.t, tsflight.t or tsflight.main.t, matched exactly or, failing
+// that, case-insensitively (as DuckDB matches names).
+func ourTable(r *tableRef, names []string) (string, bool) {
+	if !ourQualifier(r) {
 		return "", false
 	}
 	if _, ok := slices.BinarySearch(names, r.name); ok {

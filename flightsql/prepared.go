@@ -496,7 +496,7 @@ func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInf
 		if cancel, ok := s.running[h.ID]; ok {
 			cancel()
 		}
-		if rq := s.ready.take(h.ID, h.Query); rq != nil {
+		if rq := s.ready.take(h.ID, h.Query, h.rowKey()); rq != nil {
 			rq.close() // started by GetFlightInfo, not fetched yet
 		}
 		if len(s.cancelled) >= maxCancelled {

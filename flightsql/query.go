@@ -11,7 +11,6 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,6 +40,16 @@ type stmtHandle struct {
 	// several parameter rows, DuckDB types a column fed by a NULL parameter
 	// as INTEGER where other rows give it its real type (see unifySchemas).
 	Schema []byte `json:"s,omitempty"`
+}
+
+// rowKey is the key of a ticket's one parameter row in the ready cache
+// ("" without parameters; see rowsKey).
+func (h *stmtHandle) rowKey() string {
+	if len(h.Rows) != 1 {
+		return ""
+	}
+	b, _ := json.Marshal(h.Rows[0]) // strings only: cannot fail
+	return string(b)
 }
 
 func newID() string {
@@ -76,18 +85,28 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 // call options when it fetches several.)
 func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info := &flight.FlightInfo{FlightDescriptor: desc, TotalRecords: -1, TotalBytes: -1, Ordered: true}
-	if len(rows) == 1 && rows[0] == nil {
-		rq, err := s.prepareReady(ctx, q)
+	if len(rows) == 1 {
+		rq, err := s.prepareReady(ctx, q, rows[0])
 		if err != nil {
 			return nil, err
 		}
 		if rq != nil {
 			h := stmtHandle{ID: newID(), Query: q, Versions: rq.plan.versions}
+			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
+			if rows[0] != nil {
+				w, err := encodeArgs(rows[0])
+				if err != nil {
+					rq.close()
+					return nil, err
+				}
+				// A DoGet that finds no started query runs it from the
+				// ticket, in the FlightInfo's schema.
+				h.Rows, h.Schema = [][]wireValue{w}, info.Schema
+			}
 			if info.Endpoint, err = s.endpointOf(&h); err != nil {
 				rq.close()
 				return nil, err
 			}
-			info.Schema = flight.SerializeSchema(rq.schema, s.alloc)
 			if rq.started() {
 				conn, _ := flightserver.ConnContext(ctx)
 				s.ready.put(h.ID, rq, conn)
@@ -97,12 +116,14 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	}
 	schemas := make([]*arrow.Schema, len(rows))
 	var versions map[string]uint64
+	untyped := false
 	for i, args := range rows {
 		d, err := s.describe(ctx, q, args, versions)
 		if err != nil {
 			return nil, err
 		}
 		schemas[i] = d.schema
+		untyped = untyped || d.untyped
 		if i == 0 {
 			versions = d.plan.versions
 		}
@@ -110,6 +131,11 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 	unified := unifySchemas(schemas, rows)
 	info.Schema = flight.SerializeSchema(unified, s.alloc)
 	h := stmtHandle{ID: newID(), Query: q, Versions: versions}
+	if untyped {
+		// DoGet's batches must match the FlightInfo exactly (names too:
+		// the ADBC drivers compare schemas).
+		h.Schema = info.Schema
+	}
 	for i, args := range rows {
 		if !schemas[i].Equal(unified) {
 			h.Schema = info.Schema
@@ -253,11 +279,12 @@ func nullFillBytes(dt arrow.DataType, n int) int64 {
 	return mul(8, rows+1) // offsets
 }
 
-// prepareOn plans q on a new connection, creates what the plan needs and
-// prepares the statement. The caller destroys ps and closes sess.
+// prepareOn plans q on a connection of the pool, creates what the plan
+// needs and prepares the statement (or finds it prepared on that
+// connection). The caller frees ps with sess.drop and closes sess.
 func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map[string]uint64) (*session, *queryPlan, bindings.PreparedStatement, error) {
 	var ps bindings.PreparedStatement
-	sess, err := s.engine.open(ctx)
+	sess, err := s.pool.get(ctx, q)
 	if err != nil {
 		return nil, nil, ps, s.sqlStatus(err)
 	}
@@ -266,7 +293,7 @@ func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map
 		err = s.setup(ctx, sess, plan)
 	}
 	if err == nil {
-		if ps, err = sess.prepare(plan.text); err != nil {
+		if ps, err = sess.prepareCached(q, plan.text); err != nil {
 			err = s.sqlStatus(err)
 		}
 	}
@@ -275,68 +302,6 @@ func (s *Server) prepareOn(ctx context.Context, q string, args []any, pinned map
 		return nil, nil, ps, err
 	}
 	return sess, plan, ps, nil
-}
-
-// description is what DuckDB says of a planned statement before it runs.
-type description struct {
-	schema *arrow.Schema
-	params []bindings.Type // of the rewritten text's parameters
-	plan   *queryPlan
-}
-
-// describe plans q with args and returns the result's schema without
-// running it, the parameter types, and the plan (for its table versions).
-// Without values the prepared statement's own types are the answer; with
-// values DuckDB may type a parameter by its value, so the statement is
-// bound to them under LIMIT 0.
-func (s *Server) describe(ctx context.Context, q string, args []any, pinned map[string]uint64) (*description, error) {
-	sess, plan, ps, err := s.prepareOn(ctx, q, args, pinned)
-	if err != nil {
-		return nil, err
-	}
-	defer sess.close()
-	defer bindings.DestroyPrepare(&ps)
-	d := &description{params: paramTypes(ps), plan: plan}
-	if len(args) == 0 {
-		if d.schema, err = sess.describePrepared(ps); err == nil {
-			return d, nil
-		}
-		if err != errUntyped {
-			return nil, s.sqlStatus(err)
-		}
-	}
-	nargs := plan.bindArgs(args)
-	// LIMIT 0 lets DuckDB bind and type the query without running it.
-	rdr, err := sess.query(ctx, "SELECT * FROM (\n"+trimStatement(plan.text)+"\n) LIMIT 0", nargs)
-	if err != nil {
-		// A statement that cannot be a subquery: run it and keep the schema.
-		if rdr, err = sess.query(ctx, plan.text, nargs); err != nil {
-			return nil, s.sqlStatus(err)
-		}
-	}
-	defer rdr.Release()
-	d.schema = renamed(rdr.Schema(), columnNames(ps))
-	return d, nil
-}
-
-// renamed gives sc the column names the statement itself has: nesting it
-// in SELECT * FROM (…) makes DuckDB rename repeated names (x, x_1).
-func renamed(sc *arrow.Schema, names []string) *arrow.Schema {
-	if len(names) != sc.NumFields() {
-		return sc
-	}
-	fields := slices.Clone(sc.Fields())
-	for i := range fields {
-		fields[i].Name = names[i]
-	}
-	md := sc.Metadata()
-	return arrow.NewSchema(fields, &md)
-}
-
-// trimStatement drops a trailing semicolon so the text can be nested.
-func trimStatement(q string) string {
-	q = strings.TrimRight(q, " \t\r\n")
-	return strings.TrimRight(strings.TrimSuffix(q, ";"), " \t\r\n")
 }
 
 // setup creates the plan's views and temporary tables. It looks at ctx
@@ -395,8 +360,8 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	var target *arrow.Schema
 	var err error
 	var rq *readyQuery
-	if len(h.Rows) == 0 { // GetFlightInfo starts only statements without parameters
-		rq = s.ready.take(h.ID, h.Query)
+	if len(h.Rows) <= 1 { // GetFlightInfo starts statements of at most one parameter row
+		rq = s.ready.take(h.ID, h.Query, h.rowKey())
 	}
 	if rq != nil {
 		// GetFlightInfo started it: wait for its result.
@@ -406,7 +371,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		}
 		sess, target = rq.sess, rq.schema
 	} else {
-		if sess, err = s.engine.open(ctx); err != nil {
+		if sess, err = s.pool.get(ctx, h.Query); err != nil {
 			return fail(s.sqlStatus(err))
 		}
 		if rdr, err = s.run(ctx, sess, &h, rows[0]); err != nil {
@@ -491,7 +456,7 @@ func (s *Server) run(ctx context.Context, sess *session, h *stmtHandle, args []a
 			return rdr, err
 		}
 	}
-	rdr, err := sess.query(ctx, plan.text, plan.bindArgs(args))
+	rdr, err := sess.queryCached(ctx, h.Query, plan.text, plan.bindArgs(args))
 	if err != nil {
 		return nil, s.sqlStatus(err)
 	}

@@ -4,6 +4,7 @@ package flightsql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -35,7 +36,11 @@ type readyQuery struct {
 	plan   *queryPlan
 	schema *arrow.Schema
 	query  string
-	born   time.Time
+	// args are the values bound (nil: none), key their ticket encoding
+	// (a DoGet takes the query only for the same values).
+	args []any
+	key  string
+	born time.Time
 
 	release  func()      // ends the gate hold (nil: none)
 	timer    *time.Timer // expiry
@@ -66,7 +71,7 @@ func (r *readyQuery) start(ps bindings.PreparedStatement) {
 				r.err = status.Error(codes.Internal, "internal error starting the query (see the server log)")
 			}
 		}()
-		r.rdr, r.err = r.sess.execute(ctx, ps, nil)
+		r.rdr, r.err = r.sess.execute(ctx, ps, r.args)
 	}()
 }
 
@@ -209,8 +214,8 @@ func (c *readyCache) remove(id string, r *readyQuery) *readyQuery {
 }
 
 // take removes and returns the prepared query of id, if it is there and
-// was prepared for query.
-func (c *readyCache) take(id, query string) *readyQuery {
+// was prepared for query with the values of key (rowsKey).
+func (c *readyCache) take(id, query, key string) *readyQuery {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[id]
@@ -218,7 +223,7 @@ func (c *readyCache) take(id, query string) *readyQuery {
 		return nil
 	}
 	delete(c.m, id)
-	if r.query != query || time.Since(r.born) > c.ttl {
+	if r.query != query || r.key != key || time.Since(r.born) > c.ttl {
 		r.close()
 		return nil
 	}
@@ -239,7 +244,11 @@ func (c *readyCache) closeAll() {
 // and starts it (unless the gate refuses to hold one more: see
 // readyQuery.started). It returns nil, nil when the statement's result types cannot be
 // known before it runs; the caller then describes it by running it.
-func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error) {
+// With parameter values (args, one row) see prepareReadyArgs.
+func (s *Server) prepareReady(ctx context.Context, q string, args []any) (*readyQuery, error) {
+	if args != nil {
+		return s.prepareReadyArgs(ctx, q, args)
+	}
 	sess, plan, ps, err := s.prepareOn(ctx, q, nil, nil)
 	if err != nil {
 		return nil, err
@@ -249,7 +258,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		sc, err = sess.describePrepared(ps)
 	}
 	if sc == nil {
-		bindings.DestroyPrepare(&ps)
+		sess.drop(&ps)
 		sess.close()
 		if err == nil || err == errUntyped {
 			return nil, nil
@@ -262,7 +271,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 		if err != nil {
 			// The server runs its limit of calls: do not start ahead;
 			// the DoGet runs the query (and is itself counted).
-			bindings.DestroyPrepare(&ps)
+			sess.drop(&ps)
 			sess.close()
 			return &readyQuery{plan: plan, schema: sc, query: q, born: rq.born}, nil
 		}
@@ -274,7 +283,7 @@ func (s *Server) prepareReady(ctx context.Context, q string) (*readyQuery, error
 			if rq.release != nil {
 				rq.release() // the gate hold taken above
 			}
-			bindings.DestroyPrepare(&ps)
+			sess.drop(&ps)
 			sess.close()
 			return nil, s.sqlStatus(err)
 		}
@@ -324,4 +333,65 @@ func (c *analysisCache) put(q string, a *analysis) {
 		c.bytes += len(q)
 	}
 	c.m[q] = a
+}
+
+// prepareReadyArgs plans q with one row of parameter values, prepares it
+// (or finds it prepared) and starts it with the values bound; the schema
+// is that of the started result, which DuckDB types and names with the
+// values bound (no separate LIMIT 0 description, no second plan for the
+// DoGet). It returns nil, nil (the caller then describes the statement
+// and the DoGet runs it) when the gate refuses to hold one more query or
+// the plan answers from a last-value index.
+func (s *Server) prepareReadyArgs(ctx context.Context, q string, args []any) (*readyQuery, error) {
+	key, err := rowsKey(args)
+	if err != nil {
+		return nil, err
+	}
+	sess, plan, ps, err := s.prepareOn(ctx, q, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	rq := &readyQuery{sess: sess, plan: plan, query: q, args: plan.bindArgs(args), key: key, born: time.Now(), log: s.log}
+	if plan.direct == nil {
+		if g := s.opts.Gate; g != nil {
+			if rq.release, err = g.Hold(); err != nil {
+				rq.release = nil
+			}
+		}
+	}
+	if plan.direct != nil || (s.opts.Gate != nil && rq.release == nil) {
+		sess.drop(&ps)
+		sess.close()
+		return nil, nil
+	}
+	rq.start(ps)
+	select {
+	case <-rq.done:
+	case <-ctx.Done():
+		rq.close()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if rq.err != nil {
+		err := rq.err
+		rq.close()
+		return nil, s.sqlStatus(err)
+	}
+	rq.schema = rq.rdr.Schema()
+	return rq, nil
+}
+
+// rowsKey is the ticket encoding of one parameter row ("" for none).
+func rowsKey(args []any) (string, error) {
+	if args == nil {
+		return "", nil
+	}
+	w, err := encodeArgs(args)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return "", status.Error(codes.Internal, err.Error())
+	}
+	return string(b), nil
 }

@@ -149,6 +149,7 @@ type Server struct {
 	log     hclog.Logger
 	alloc   memory.Allocator
 	engine  *engine
+	pool    connPool // the engine's connections for queries (pool.go)
 	segCols segColumns
 
 	prepared preparedStore
@@ -207,6 +208,7 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	}
 	s := &Server{svc: svc, opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
 	s.Alloc = o.Alloc
+	s.pool.eng = eng
 	s.ready.ttl = o.TicketTimeout
 	s.prepared.init(o.MaxPrepared, o.PreparedIdle)
 	s.prepared.limitBytes(o.MaxPreparedBytes)
@@ -220,6 +222,7 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 // Close shuts DuckDB down. Call it after the gRPC server has stopped.
 func (s *Server) Close() error {
 	s.ready.closeAll()
+	s.pool.close()
 	return s.engine.close()
 }
 

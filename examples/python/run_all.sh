@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the pyarrow.flight examples in order against a running server and
-# checks their output, then the ADBC (Flight SQL) ones: ingest_adbc.py
-# always, metadata_adbc.py with REF_TABLE, sql_adbc.py with REF_TABLE and
+# checks their output, then the ADBC (Flight SQL) ones: ingest_adbc.py and
+# prepared_adbc.py always, metadata_adbc.py with REF_TABLE, sql_adbc.py with REF_TABLE and
 # REF_EXPECTED_JSON (the ADBC packages of .ci/requirements.txt must be
 # installed).
 #
@@ -130,6 +130,16 @@ check ingest_adbc.py "$url" -- \
   'PASS ingest B mode="create_append" (new table, headers on the connection)' \
   'PASS B rows: count(*) = 120 (want 120), max(ts) = 2024-06-01T00:00:59Z' \
   '14 checks passed, 0 failed'
+
+# Prepared statements (no table needed): results typed by their
+# parameters, one statement executed again.
+check prepared_adbc.py "$url" -- \
+  "PASS SELECT ? + 1 with 41: [{'(\$1 + 1)': 42}]" \
+  "PASS SELECT ? AS a, ? + 1, 'x' AS b with ('s', 1)" \
+  'PASS SELECT ? AS v, ? AS v with (1, 2)' \
+  'PASS one prepared statement executed 20 times' \
+  'PASS SELECT 1 on new cursors' \
+  '5 checks passed, 0 failed'
 
 if [ -n "$ref_table" ]; then
   want=()
