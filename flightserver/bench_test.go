@@ -260,6 +260,14 @@ func startBenchServer(b *testing.B, mode, root string) *benchServer {
 	b.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "TSFLIGHT_BENCH_MODE="+mode, "TSFLIGHT_BENCH_ROOT="+root)
+	return startProcServer(b, cmd)
+}
+
+// startProcServer starts cmd, a Flight server that prints "ADDR host:port"
+// on its first line of output once it serves, and connects to it; it is
+// stopped when the benchmark ends.
+func startProcServer(b *testing.B, cmd *exec.Cmd) *benchServer {
+	b.Helper()
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
