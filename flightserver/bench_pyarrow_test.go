@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // tsbsParams are the benchmark's TSBS data: 400 hosts for
@@ -252,4 +254,66 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 	b.ReportMetric(float64(len(files)), "endpoints")
 	b.ReportMetric(float64(rows), "rows")
 	b.ReportMetric(0, "ns/op")
+}
+
+// processCPU is the CPU time (user + system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTSBSScan is the decoding half of a whole-table DoGet, in this
+// process and without gRPC: one op scans every row of the
+// BenchmarkFlightDoGetPyArrow table as DoGet does (its batch size, the
+// scan pool), reading every batch's rows. cpu-ms/op is this process's CPU
+// time per scan, which a loaded machine hardly changes: the cost of
+// decoding Parquet per request that an in-memory server does not pay.
+func BenchmarkTSBSScan(b *testing.B) {
+	for _, shape := range []string{"hourly", "one-segment"} {
+		b.Run(shape, func(b *testing.B) {
+			root := tsbsTable(b, shape)
+			opts := DefaultOptions(root)
+			if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_BATCHROWS")); err == nil {
+				opts.BatchRows = v
+			}
+			svc, err := New(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			tb, err := svc.Table(ctx, "cpu")
+			if err != nil {
+				b.Fatal(err)
+			}
+			want := tsbsParams().Rows()
+			scan := func() {
+				rdr, err := tb.Scan(ctx, nil, tableformat.ScanOptions{BatchRows: opts.BatchRows, Parallelism: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rdr.Release()
+				var rows int64
+				for rdr.Next() {
+					rows += rdr.RecordBatch().NumRows()
+				}
+				if err := rdr.Err(); err != nil {
+					b.Fatal(err)
+				}
+				if rows != want {
+					b.Fatalf("scanned %d rows, want %d", rows, want)
+				}
+			}
+			scan()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for range b.N {
+				scan()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+		})
+	}
 }

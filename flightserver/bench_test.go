@@ -16,6 +16,8 @@ package flightserver
 // TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
 // (default 2,000,000; 20,000,000 for the RSS target).
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
+// TSFLIGHT_BENCH_BATCHROWS Options.BatchRows, TSFLIGHT_BENCH_WRITEBUF the
+// gRPC write buffer size,
 // TSFLIGHT_BENCH_PARALLELISM Options.ScanParallelism, and
 // TSFLIGHT_BENCH_GOALLOC=1 makes scans use the Go allocator (not the pool);
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
@@ -74,6 +76,9 @@ func benchServe(mode, root string) {
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_ENDPOINTS")); err == nil {
 		opts.MaxEndpoints = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_BATCHROWS")); err == nil {
+		opts.BatchRows = v
+	}
 	if os.Getenv("TSFLIGHT_BENCH_GOALLOC") != "" {
 		opts.ScanAlloc = memory.DefaultAllocator
 	}
@@ -101,6 +106,9 @@ func benchServe(mode, root string) {
 	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}
 	if os.Getenv("TSFLIGHT_BENCH_COPY") == "" {
 		gopts = append(gopts, svc.GRPCOptions()...)
+	}
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_WRITEBUF")); err == nil {
+		gopts = append(gopts, grpc.WriteBufferSize(v)) // after GRPCOptions: overrides
 	}
 	srv := flight.NewServerWithMiddleware(nil, gopts...)
 	switch mode {
