@@ -182,7 +182,12 @@ func cpuTime(pid int) time.Duration {
 // batches tsflight sends, over as many endpoints, and reports each one's
 // median rows/s, the ratio tsflight/pyarrow, and the server CPU time per
 // fetch of each (from /proc). One op is one fetch from each, in the
-// order A B, B A, ... so that both meet the same machine load.
+// order A B C, C B A, ... so that all meet the same machine load. The
+// third server, "cached", is tsflight's own send path (the zero-copy
+// codec and GRPCOptions) over batches decoded once and held in memory
+// (the "memory-zerocopy" server of bench_test.go): what tsflight would
+// reach with a cache of decoded batches, without the Parquet decoding
+// per fetch.
 func BenchmarkFlightDoGetPyArrow(b *testing.B) {
 	for _, shape := range []string{"hourly", "one-segment"} {
 		b.Run(shape, func(b *testing.B) { benchDoGetPyArrow(b, shape) })
@@ -195,12 +200,13 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 	ts := startBenchServer(b, "tsflight", root)
 	files, rows := saveEndpoints(b, ts, b.TempDir())
 	pa := startProcServer(b, exec.Command(py, append([]string{filepath.Join("testdata", "pyarrow_ceiling.py")}, files...)...))
+	cached := startBenchServer(b, "memory-zerocopy", root)
 	ctx := context.Background()
 	type sample struct {
 		rate float64       // rows/s
 		cpu  time.Duration // server CPU
 	}
-	var tsS, paS []sample
+	var tsS, paS, caS []sample
 	fetch := func(srv *benchServer) sample {
 		pid := srv.cmd.Process.Pid
 		cpu0, start := cpuTime(pid), time.Now()
@@ -217,12 +223,15 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 	// One fetch from each unmeasured: connections and buffers warm up.
 	fetch(ts)
 	fetch(pa)
+	fetch(cached)
 	b.ResetTimer()
 	for i := range b.N {
 		if i%2 == 0 {
 			tsS = append(tsS, fetch(ts))
 			paS = append(paS, fetch(pa))
+			caS = append(caS, fetch(cached))
 		} else {
+			caS = append(caS, fetch(cached))
 			paS = append(paS, fetch(pa))
 			tsS = append(tsS, fetch(ts))
 		}
@@ -251,6 +260,8 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 	b.ReportMetric(medianRate(tsS)/medianRate(paS), "ratio")
 	b.ReportMetric(meanCPU(tsS), "tsflight-cpu-ms/fetch")
 	b.ReportMetric(meanCPU(paS), "pyarrow-cpu-ms/fetch")
+	b.ReportMetric(medianRate(caS)/medianRate(paS), "cached-ratio")
+	b.ReportMetric(meanCPU(caS), "cached-cpu-ms/fetch")
 	b.ReportMetric(float64(len(files)), "endpoints")
 	b.ReportMetric(float64(rows), "rows")
 	b.ReportMetric(0, "ns/op")
