@@ -102,25 +102,12 @@ func (p *releasePool) Put(*[]byte) {
 	}
 }
 
-// grpcWriteBuffer is the size of a connection's gRPC write buffer: the
-// bytes gRPC gathers before one write to the socket. gRPC's default, 32
-// KiB, costs a system call per two HTTP/2 data frames of a DoGet stream;
-// 1 MiB makes a whole-table DoGet take fewer, larger writes (see
-// docs/flight.md, "DoGet speed", for the measurement). gRPC shares the
-// buffer between connections (it is released after each flush), so idle
-// connections do not hold it.
-const grpcWriteBuffer = 1 << 20
-
 // GRPCOptions returns the gRPC server options the service works best with:
-// the zero-copy codec for DoGet and a larger write buffer. Pass them when
-// creating the gRPC (Flight) server; the service then sends DoGet batches
-// without copying them.
+// the zero-copy codec for DoGet. Pass them when creating the gRPC (Flight)
+// server; the service then sends DoGet batches without copying them.
 func (s *Service) GRPCOptions() []grpc.ServerOption {
 	s.zeroCopy.Store(true)
-	return []grpc.ServerOption{
-		grpc.ForceServerCodecV2(zeroCopyCodec{std: encoding.GetCodecV2("proto")}),
-		grpc.WriteBufferSize(grpcWriteBuffer),
-	}
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(zeroCopyCodec{std: encoding.GetCodecV2("proto")})}
 }
 
 // bodyCapture collects the slices ipc.Payload.SerializeBody writes, without
