@@ -13,6 +13,10 @@ package flightserver
 //
 //	go test -run '^$' -bench 'FlightDoGetRatio' -benchtime 10x ./flightserver/
 //
+// arrow-go's in-memory server is itself slower than C++: the ceiling users
+// compare with is pyarrow's C++ Flight server, in
+// BenchmarkFlightDoGetPyArrow (bench_pyarrow_test.go).
+//
 // TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
 // (default 2,000,000; 20,000,000 for the RSS target).
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
