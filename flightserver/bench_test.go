@@ -13,9 +13,15 @@ package flightserver
 //
 //	go test -run '^$' -bench 'FlightDoGetRatio' -benchtime 10x ./flightserver/
 //
+// arrow-go's in-memory server is itself slower than C++: the ceiling users
+// compare with is pyarrow's C++ Flight server, in
+// BenchmarkFlightDoGetPyArrow (bench_pyarrow_test.go).
+//
 // TSFLIGHT_BENCH_ROWS sets the table size for the DoGet benchmarks
 // (default 2,000,000; 20,000,000 for the RSS target).
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
+// TSFLIGHT_BENCH_BATCHROWS Options.BatchRows, TSFLIGHT_BENCH_WRITEBUF the
+// gRPC write buffer size,
 // TSFLIGHT_BENCH_PARALLELISM Options.ScanParallelism, and
 // TSFLIGHT_BENCH_GOALLOC=1 makes scans use the Go allocator (not the pool);
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
@@ -74,6 +80,9 @@ func benchServe(mode, root string) {
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_ENDPOINTS")); err == nil {
 		opts.MaxEndpoints = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_BATCHROWS")); err == nil {
+		opts.BatchRows = v
+	}
 	if os.Getenv("TSFLIGHT_BENCH_GOALLOC") != "" {
 		opts.ScanAlloc = memory.DefaultAllocator
 	}
@@ -101,6 +110,9 @@ func benchServe(mode, root string) {
 	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}
 	if os.Getenv("TSFLIGHT_BENCH_COPY") == "" {
 		gopts = append(gopts, svc.GRPCOptions()...)
+	}
+	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_WRITEBUF")); err == nil {
+		gopts = append(gopts, grpc.WriteBufferSize(v)) // after GRPCOptions: overrides
 	}
 	srv := flight.NewServerWithMiddleware(nil, gopts...)
 	switch mode {
@@ -260,6 +272,14 @@ func startBenchServer(b *testing.B, mode, root string) *benchServer {
 	b.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "TSFLIGHT_BENCH_MODE="+mode, "TSFLIGHT_BENCH_ROOT="+root)
+	return startProcServer(b, cmd)
+}
+
+// startProcServer starts cmd, a Flight server that prints "ADDR host:port"
+// on its first line of output once it serves, and connects to it; it is
+// stopped when the benchmark ends.
+func startProcServer(b *testing.B, cmd *exec.Cmd) *benchServer {
+	b.Helper()
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

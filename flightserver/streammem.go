@@ -64,6 +64,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 const (
@@ -204,6 +206,15 @@ type streamMem struct {
 
 func (s *streamMem) Allocate(n int) []byte {
 	buf := s.base.Allocate(n)
+	s.charge(int64(len(buf)))
+	return buf
+}
+
+// AllocateUninit is Allocate without clearing recycled memory, for the
+// scan's decoders that overwrite the whole buffer
+// (tableformat.UninitAllocator).
+func (s *streamMem) AllocateUninit(n int) []byte {
+	buf := tableformat.AllocateUninit(s.base, n)
 	s.charge(int64(len(buf)))
 	return buf
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // TestStreamBudgetVictims: the streams stalled for the stall timeout are
@@ -78,5 +80,30 @@ func TestStreamBudgetReturnsMemoryWhenIdle(t *testing.T) {
 	}
 	if h := b.held.Load(); h != 0 {
 		t.Fatalf("the budget holds %d bytes with no stream", h)
+	}
+}
+
+// TestStreamMemAllocateUninit: memory a scan takes uninitialised through a
+// stream's account is charged to the budget like any other, and its Free
+// gives it back; it comes from the allocator the account wraps.
+func TestStreamMemAllocateUninit(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	b := newByteBudget(-1, 0, nil)
+	s := b.open(context.Background(), checked)
+	defer s.end()
+	buf := tableformat.AllocateUninit(s, 100_000)
+	if len(buf) != 100_000 {
+		t.Fatalf("AllocateUninit gave %d bytes, want 100000", len(buf))
+	}
+	if h := b.held.Load(); h != 100_000 {
+		t.Fatalf("the budget holds %d bytes, want 100000", h)
+	}
+	if n := checked.CurrentAlloc(); n != 100_000 {
+		t.Fatalf("the wrapped allocator holds %d bytes, want 100000", n)
+	}
+	s.Free(buf)
+	if h := b.held.Load(); h != 0 {
+		t.Fatalf("the budget holds %d bytes after Free, want 0", h)
 	}
 }

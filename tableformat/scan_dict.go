@@ -147,13 +147,33 @@ func scanBinaryArray(mem memory.Allocator, t arrow.DataType, n, nulls int, valid
 	return array.MakeFromData(out)
 }
 
-// scanRawBuffer returns a buffer of n bytes whose content is unspecified:
-// for the scan pool, recycled memory is not cleared first.
-func scanRawBuffer(mem memory.Allocator, n int) *memory.Buffer {
-	if p, ok := mem.(*poolAllocator); ok {
-		return memory.NewBufferWithAllocator(p.allocateUninit(n), mem)
+// UninitAllocator is an allocator that can hand out memory without
+// clearing recycled bytes first, for buffers the caller overwrites
+// entirely (the scan's string decoders fill every offset and value byte).
+// The scan pool is one; an allocator that wraps another (a server's
+// per-stream account) implements it by calling [AllocateUninit] on the
+// allocator it wraps. Memory from AllocateUninit is freed with Free, like
+// any other.
+type UninitAllocator interface {
+	memory.Allocator
+	AllocateUninit(n int) []byte
+}
+
+// AllocateUninit returns n bytes from mem whose content is unspecified:
+// recycled memory is not cleared when mem is the scan pool or an
+// [UninitAllocator]; any other allocator's Allocate is used as it is.
+func AllocateUninit(mem memory.Allocator, n int) []byte {
+	switch a := mem.(type) {
+	case *poolAllocator:
+		return a.allocateUninit(n)
+	case UninitAllocator:
+		return a.AllocateUninit(n)
 	}
-	b := memory.NewResizableBuffer(mem)
-	b.Resize(n)
-	return b
+	return mem.Allocate(n)
+}
+
+// scanRawBuffer returns a buffer of n bytes whose content is unspecified
+// (see AllocateUninit).
+func scanRawBuffer(mem memory.Allocator, n int) *memory.Buffer {
+	return memory.NewBufferWithAllocator(AllocateUninit(mem, n), mem)
 }
