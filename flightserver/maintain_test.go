@@ -211,7 +211,7 @@ func TestMaintenanceTiers(t *testing.T) {
 	ts := startServer(t, nil)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
-	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 4, BytesPerSecond: -1, QuietAfter: 3 * time.Second})
+	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 4, BytesPerSecond: -1, QuietAfter: 8 * time.Second})
 	big := genRows(t0.Add(timeOfStep(10000)), 1000, 40)
 	batches := buildBatches(ts.cliMem, big, 8192)
 	_, err := ts.put(ctx, pathDesc("cpu"), tsbsSchema, batches...)
@@ -223,14 +223,16 @@ func TestMaintenanceTiers(t *testing.T) {
 		t.Fatalf("the big put wrote %v bytes, want a segment over the first tier (%d)", m["small_bytes"], tierBase)
 	}
 	want := append(big, ts.putSmall(ctx, 0, 4)...)
-	if !waitFor(2*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["runs"] == 1.0 }) {
+	// The busy merge must come before the table turns quiet (QuietAfter:
+	// 8 s, long enough for a loaded 2-core CI machine; 2 s of 3 was not).
+	if !waitFor(7*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["runs"] == 1.0 }) {
 		t.Fatalf("the four small segments were not merged: %v", ts.maintenance(ctx, "cpu"))
 	}
 	if m := ts.maintenance(ctx, "cpu"); m["segments"] != 2.0 || m["merged"] != 4.0 {
 		t.Fatalf("busy table: %v, want the big segment kept and the four small ones merged", m)
 	}
 	// Quiet: the two small segments become one.
-	if !waitFor(10*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["segments"] == 1.0 }) {
+	if !waitFor(30*time.Second, func() bool { return ts.maintenance(ctx, "cpu")["segments"] == 1.0 }) {
 		t.Fatalf("quiet table not merged: %v", ts.maintenance(ctx, "cpu"))
 	}
 	if m := ts.maintenance(ctx, "cpu"); m["runs"] != 2.0 || m["merged"] != 6.0 || m["pending"] != 0.0 {
