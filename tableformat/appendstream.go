@@ -206,13 +206,14 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 			return SegmentMeta{}, invalidf("a batch's schema differs from the stream's schema: %s", rec.Schema())
 		}
 		canon := norm.apply(a.allocator(), rec)
-		// Coverage first (cheap), then encoding (already parallel across
-		// columns; overlapping the two measured slower through DoPut on
-		// 2 cores). Once a duplicate is known, encoding stops (the append
-		// will fail) but coverage goes on counting.
+		// Coverage first, then the batch is handed to the writer, which
+		// encodes it in the background (parallel across columns) while
+		// this loop receives the next batch and computes its coverage.
+		// Once a duplicate is known, encoding stops (the append will
+		// fail) but coverage goes on counting.
 		err := stats.observe(ctx, ir, er, canon)
 		if err == nil && stats.dups == 0 {
-			err = w.write(canon)
+			err = w.writeAsync(canon)
 		}
 		canon.Release()
 		if err != nil {
