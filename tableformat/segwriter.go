@@ -197,18 +197,19 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 }
 
 // errEncodingStopped is what a background encoding that abort stopped
-// returns; nobody sees it, as abort discards the segment.
+// before it began returns; nobody sees it, as abort discards the segment.
+// (A batch is encoded whole or not at all: the Parquet writer cannot
+// release a row group whose columns hold different row counts.)
 var errEncodingStopped = errors.New("segment encoding stopped")
 
 // writeAsync is write in a background goroutine: it waits for the batch
 // handed over before (at most one batch is encoded at a time, so at most
 // one is held beyond the caller's), returns that batch's error if it
 // failed, and otherwise retains rec and starts encoding it. The caller
-// meanwhile receives the next batch and computes its coverage; on 2
-// cores that overlap cut a large DoPut's wall time by a quarter (see
-// docs/format/segments.md). flush and abort wait for the batch in
-// flight, so no goroutine outlives the writer; the caller must not use
-// the writer from two goroutines.
+// meanwhile receives the next batch and computes its coverage, instead
+// of leaving the cores idle while it waits on the network. flush and
+// abort wait for the batch in flight, so no goroutine outlives the
+// writer; the caller must not use the writer from two goroutines.
 func (w *segmentWriter) writeAsync(rec arrow.RecordBatch) error {
 	if err := w.wait(); err != nil {
 		return err
@@ -218,6 +219,11 @@ func (w *segmentWriter) writeAsync(rec arrow.RecordBatch) error {
 	w.pending = done
 	go func() {
 		defer rec.Release()
+		if w.stop.Load() {
+			// abort came first: the segment is discarded anyway.
+			done <- errEncodingStopped
+			return
+		}
 		err := w.write(rec)
 		if err == nil {
 			if h := testHookEncoded; h != nil {
@@ -262,10 +268,6 @@ func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
 			defer wg.Done()
 			var defLevels []int16
 			for i := range next {
-				if w.stop.Load() {
-					errs[i] = errEncodingStopped
-					continue
-				}
 				cw, err := w.rgw.Column(i)
 				if err != nil {
 					errs[i] = err
@@ -309,11 +311,31 @@ func (w *segmentWriter) closeRowGroup() error {
 		return nil
 	}
 	err := w.rgw.Close()
+	if err != nil {
+		releaseColumns(w.rgw)
+	}
 	w.rgw = nil
 	if err != nil {
 		return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
 	}
 	return nil
+}
+
+// releaseColumns releases the encoders of a row group whose Close failed:
+// arrow-go's row group stops at the first column that fails to write and
+// leaves that column's encoder and every later column's unreleased (the
+// memory an allocator lent them would never come back). A column that
+// closed has no encoder left.
+func releaseColumns(rgw file.BufferedRowGroupWriter) {
+	for i := range rgw.NumColumns() {
+		cw, err := rgw.Column(i)
+		if err != nil || cw == nil {
+			continue
+		}
+		if enc := cw.CurrentEncoder(); enc != nil {
+			enc.Release()
+		}
+	}
 }
 
 // segmentBuffers recycles the 1 MiB write buffers of segment files: a
@@ -388,9 +410,7 @@ func (w *segmentWriter) abort() {
 		case w.fw != nil:
 			_ = w.fw.Close()
 		case w.pw != nil:
-			if w.rgw != nil {
-				_ = w.rgw.Close()
-			}
+			_ = w.closeRowGroup()
 			_ = w.pw.Close()
 		}
 		w.releaseBuffer()
