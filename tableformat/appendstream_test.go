@@ -277,3 +277,47 @@ func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("files after the cancelled append: %v, before: %v", after, before)
 	}
 }
+
+// CheckOnly refuses what the append would refuse (a duplicate interval in
+// the stream, a null key, an overlap with the table, no rows) and accepts
+// the rest, writing and committing nothing either way.
+func TestAppendCheckOnly(t *testing.T) {
+	e := newAppendEnv(t, tsIndex())
+	check := func(rows ...row) (*AppendResult, error) {
+		rdr := readerOf(e.t, inSchema(), inBatch(e.mem, rows...))
+		defer rdr.Release()
+		o := e.opts()
+		o.CheckOnly = true
+		return e.tb.Append(e.ctx, rdr, o)
+	}
+	// On the empty table (adopting the schema).
+	if res, err := check(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3}); err != nil || res.Rows != 3 || res.Version != 1 {
+		t.Fatalf("check of a good stream: %+v, %v", res, err)
+	}
+	if files := e.dataFiles(); len(files) != 0 || e.tb.State().Version != 1 {
+		t.Fatalf("a check wrote %v (version %d)", files, e.tb.State().Version)
+	}
+	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.dataFiles()
+	var oe *OverlapError
+	if _, err := check(row{20, "h1", 1}, row{25, "h1", 2}); !errors.As(err, &oe) || !oe.Within {
+		t.Fatalf("duplicate in the stream: %v", err)
+	}
+	if _, err := check(row{5, "h1", 1}); !errors.As(err, &oe) || oe.Within || oe.Version != 2 {
+		t.Fatalf("overlap with the table: %v", err)
+	}
+	if _, err := check(row{20, "", 1}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), `entity column "host" is null`) {
+		t.Fatalf("null entity: %v", err)
+	}
+	if _, err := check(); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "no rows") {
+		t.Fatalf("no rows: %v", err)
+	}
+	if res, err := check(row{20, "h1", 1}, row{0, "h3", 1}); err != nil || res.Rows != 2 || res.Version != 2 {
+		t.Fatalf("check of a good stream: %+v, %v", res, err)
+	}
+	if after := e.dataFiles(); strings.Join(after, " ") != strings.Join(before, " ") || e.tb.State().Version != 2 {
+		t.Fatalf("checks changed the files %v -> %v (version %d)", before, after, e.tb.State().Version)
+	}
+}
