@@ -18,9 +18,10 @@ import (
 // append of the same pyarrow Table, alternating A B B A in one Python run
 // (testdata/put_ratio.py). One op is one put and one append. It reports
 // put-s and append-s (medians), put/append (the target is ≤ 0.5), the
-// server's CPU seconds per put (from /proc), the segment size ratio and,
-// as a floor for encoding the rows, pyarrow's own Parquet writer
-// (floor-s, C++, same codec and settings, no fsync). Run:
+// server's CPU seconds per put (from /proc), the package's CPU seconds
+// per append (all its threads), the segment size ratio and, as a floor for
+// encoding the rows, pyarrow's own Parquet writer (floor-s and
+// floor-cpu-s: C++, same codec and settings, no fsync). Run:
 //
 //	go test -run '^$' -bench PyarrowPutRatio -benchtime 5x ./flightserver/
 //
@@ -70,10 +71,12 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 		} `json:"puts"`
 		Appends []struct {
 			Wall  float64 `json:"wall_s"`
+			CPU   float64 `json:"cpu_s"`
 			Bytes int64   `json:"segment_bytes"`
 		} `json:"appends"`
 		Floor []struct {
 			Wall float64 `json:"wall_s"`
+			CPU  float64 `json:"cpu_s"`
 		} `json:"floor"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -82,22 +85,26 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 	if len(res.Puts) != b.N || len(res.Appends) != b.N {
 		b.Fatalf("put_ratio.py timed %d puts and %d appends, want %d each", len(res.Puts), len(res.Appends), b.N)
 	}
-	var put, cpu, app, floor []float64
+	var put, cpu, app, appCPU, floor, floorCPU []float64
 	for i := range b.N {
 		put = append(put, res.Puts[i].Wall)
 		cpu = append(cpu, res.Puts[i].CPU)
 		app = append(app, res.Appends[i].Wall)
+		appCPU = append(appCPU, res.Appends[i].CPU)
 	}
 	for _, f := range res.Floor {
 		floor = append(floor, f.Wall)
+		floorCPU = append(floorCPU, f.CPU)
 	}
 	b.ReportMetric(medianOf(put), "put-s")
 	b.ReportMetric(medianOf(app), "append-s")
 	b.ReportMetric(medianOf(put)/medianOf(app), "put/append")
 	b.ReportMetric(medianOf(cpu), "server-cpu-s/put")
+	b.ReportMetric(medianOf(appCPU), "append-cpu-s")
 	b.ReportMetric(float64(res.Puts[0].Bytes)/float64(res.Appends[0].Bytes), "size/package")
 	if len(floor) > 0 {
 		b.ReportMetric(medianOf(floor), "floor-s")
+		b.ReportMetric(medianOf(floorCPU), "floor-cpu-s")
 	}
 	b.Logf("%d rows in %d batches; puts %v s (server CPU %v s), appends %v s, pyarrow write_table %v s",
 		res.Rows, res.Batches, rounded(put), rounded(cpu), rounded(app), rounded(floor))
