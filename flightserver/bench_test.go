@@ -38,6 +38,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,6 +129,12 @@ func benchServe(mode, root string) {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if tr := os.Getenv("TSFLIGHT_BENCH_TRACE"); tr != "" {
+		if f, err := os.Create(tr); err == nil {
+			trace.Start(f)
+			defer trace.Stop()
+		}
+	}
 	if prof := os.Getenv("TSFLIGHT_BENCH_HEAPPROF"); prof != "" {
 		go func() {
 			var peak uint64
@@ -168,6 +175,7 @@ func benchServe(mode, root string) {
 	}()
 	_ = srv.Serve()
 	pprof.StopCPUProfile()
+	trace.Stop()
 }
 
 // memoryServer streams pre-loaded batches for any ticket.
