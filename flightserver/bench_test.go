@@ -38,7 +38,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,12 +128,6 @@ func benchServe(mode, root string) {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if tr := os.Getenv("TSFLIGHT_BENCH_TRACE"); tr != "" {
-		if f, err := os.Create(tr); err == nil {
-			trace.Start(f)
-			defer trace.Stop()
-		}
-	}
 	if prof := os.Getenv("TSFLIGHT_BENCH_HEAPPROF"); prof != "" {
 		go func() {
 			var peak uint64
@@ -175,7 +168,6 @@ func benchServe(mode, root string) {
 	}()
 	_ = srv.Serve()
 	pprof.StopCPUProfile()
-	trace.Stop()
 }
 
 // memoryServer streams pre-loaded batches for any ticket.
