@@ -1,6 +1,7 @@
 package tableformat
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,13 +27,21 @@ import (
 
 const (
 	streamBatches   = 4
-	streamBatchRows = 40_000
+	streamBatchRows = 5_000
 )
 
+// smallSegmentBuffers makes segment writers buffer 16 KiB instead of
+// 1 MiB until the test ends, so that a small streamed append writes to
+// its file from the background encoding.
+func smallSegmentBuffers(t *testing.T) {
+	old := segmentBuffers
+	segmentBuffers = &sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+	t.Cleanup(func() { segmentBuffers = old })
+}
+
 // streamBatch is batch id of a streamed append: streamBatchRows rows of
-// host "w", in a time range no other batch touches, with values random
-// enough that the segment outgrows the writer's 1 MiB buffer, so that
-// the background goroutine writes to the file.
+// host "w", in a time range no other batch touches, with random values
+// (the segment outgrows the writer's buffer before it ends).
 func streamBatch(mem memory.Allocator, id int64) arrow.RecordBatch {
 	rng := rand.New(rand.NewPCG(uint64(id), 9))
 	b := array.NewRecordBuilder(mem, crashSchema())
@@ -51,7 +61,7 @@ func streamOpts(mem memory.Allocator) *AppendOptions {
 	o := DefaultAppendOptions()
 	o.Alloc = mem
 	o.GroupRows = 0
-	o.MaxRowsPerRowGroup = 30_000
+	o.MaxRowsPerRowGroup = 3_000
 	return o
 }
 
@@ -89,6 +99,7 @@ func normalizeUUID(s string) string { return uuidName.ReplaceAllString(s, "X") }
 // the table opens, holds the append either whole or not at all (whole when
 // it was acknowledged), and takes the next append.
 func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
+	smallSegmentBuffers(t)
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
@@ -115,7 +126,7 @@ func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
 			writes++
 		}
 	}
-	if writes < 2 {
+	if writes < 4 {
 		t.Fatalf("the segment was written in %d calls; the test needs writes during the stream", writes)
 	}
 	t.Logf("a streamed append of %d batches is %d storage calls (%d segment writes)", streamBatches, len(tr), writes)
@@ -123,6 +134,9 @@ func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
 	seen := map[bool]int{}
 	for i := range tr {
 		for _, after := range []bool{false, true} {
+			if after && (tr[i].Op == storage.OpReadFile || tr[i].Op == storage.OpStat) {
+				continue // the same as a crash before the next call
+			}
 			t.Run(fmt.Sprintf("%s %d %s", map[bool]string{false: "before", true: "after"}[after], i, tr[i]), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 				defer mem.AssertSize(t, 0)
@@ -170,9 +184,7 @@ func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
 					}
 				}
 				seen[v == 3]++
-				rdr = streamReader(t, mem, 1+streamBatches)
-				res, err := re.Append(ctx, rdr, streamOpts(mem))
-				rdr.Release()
+				res, err := appendCrashBatch(ctx, re, mem, 1+streamBatches)
 				if err != nil || res.Version != v+1 {
 					t.Fatalf("the next append: %v, %v", res, err)
 				}

@@ -341,7 +341,7 @@ func releaseColumns(rgw file.BufferedRowGroupWriter) {
 // segmentBuffers recycles the 1 MiB write buffers of segment files: a
 // small append used to allocate one per segment, which was most of what it
 // gave the garbage collector to do.
-var segmentBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+var segmentBuffers = &sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
 
 // finish writes the footer, flushes, fsyncs and closes the file, and
 // returns its size.
