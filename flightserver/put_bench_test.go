@@ -18,7 +18,8 @@ import (
 // append of the same pyarrow Table, alternating A B B A in one Python run
 // (testdata/put_ratio.py). One op is one put and one append. It reports
 // put-s and append-s (medians), put/append (the target is ≤ 0.5), the
-// server's CPU seconds per put (from /proc), the package's CPU seconds
+// server's CPU seconds per put (from /proc) and the pyarrow client's, the
+// package's CPU seconds
 // per append (all its threads), the segment size ratio and, as a floor for
 // encoding the rows, pyarrow's own Parquet writer (floor-s and
 // floor-cpu-s: C++, same codec and settings, no fsync). Run:
@@ -67,6 +68,7 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 		Puts    []struct {
 			Wall  float64 `json:"wall_s"`
 			CPU   float64 `json:"server_cpu_s"`
+			Cli   float64 `json:"client_cpu_s"`
 			Bytes int64   `json:"segment_bytes"`
 		} `json:"puts"`
 		Appends []struct {
@@ -85,10 +87,11 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 	if len(res.Puts) != b.N || len(res.Appends) != b.N {
 		b.Fatalf("put_ratio.py timed %d puts and %d appends, want %d each", len(res.Puts), len(res.Appends), b.N)
 	}
-	var put, cpu, app, appCPU, floor, floorCPU []float64
+	var put, cpu, cli, app, appCPU, floor, floorCPU []float64
 	for i := range b.N {
 		put = append(put, res.Puts[i].Wall)
 		cpu = append(cpu, res.Puts[i].CPU)
+		cli = append(cli, res.Puts[i].Cli)
 		app = append(app, res.Appends[i].Wall)
 		appCPU = append(appCPU, res.Appends[i].CPU)
 	}
@@ -100,6 +103,7 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 	b.ReportMetric(medianOf(app), "append-s")
 	b.ReportMetric(medianOf(put)/medianOf(app), "put/append")
 	b.ReportMetric(medianOf(cpu), "server-cpu-s/put")
+	b.ReportMetric(medianOf(cli), "client-cpu-s/put")
 	b.ReportMetric(medianOf(appCPU), "append-cpu-s")
 	b.ReportMetric(float64(res.Puts[0].Bytes)/float64(res.Appends[0].Bytes), "size/package")
 	if len(floor) > 0 {

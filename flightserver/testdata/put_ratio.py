@@ -22,7 +22,7 @@ statistics, page index; C++'s Parquet writer, no fsync) as a floor for
 encoding the rows.
 
 Prints one JSON object: {"rows", "arrow_bytes", "puts": [{"wall_s",
-"server_cpu_s", "segment_bytes"}], "appends": [{"wall_s", "cpu_s",
+"server_cpu_s", "client_cpu_s", "segment_bytes"}], "appends": [{"wall_s", "cpu_s",
 "segment_bytes"}], "floor": [{"wall_s", "cpu_s", "bytes"}]} (cpu_s: this
 process's CPU time, all threads).
 """
@@ -55,20 +55,20 @@ def put(client, table, name, args):
     if args.get("compression"):
         opts = fl.FlightCallOptions(write_options=pa.ipc.IpcWriteOptions(compression=args["compression"]))
     cpu0 = cpu_seconds(args["server_pid"])
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     writer, reader = client.do_put(fl.FlightDescriptor.for_command(cmd), table.schema, options=opts)
     chunk = args.get("chunk_rows") or None
     writer.write_table(table, max_chunksize=chunk)
     writer.done_writing()
     meta = reader.read()
     writer.close()
-    wall = time.perf_counter() - t
+    wall, client_cpu = time.perf_counter() - t, time.process_time() - c
     cpu = cpu_seconds(args["server_pid"]) - cpu0
     res = json.loads(meta.to_pybytes())
     if res["rows"] != table.num_rows:
         raise SystemExit("put committed %d rows, sent %d" % (res["rows"], table.num_rows))
     size = os.path.getsize(os.path.join(args["server_root"], name, res["segment"]))
-    return {"wall_s": wall, "server_cpu_s": cpu, "segment_bytes": size}
+    return {"wall_s": wall, "server_cpu_s": cpu, "client_cpu_s": client_cpu, "segment_bytes": size}
 
 
 def append(table, root):
