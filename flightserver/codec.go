@@ -38,7 +38,9 @@ type zeroCopyCodec struct{ std encoding.CodecV2 }
 
 func (zeroCopyCodec) Name() string { return "proto" }
 
-func (c zeroCopyCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.std.Unmarshal(data, v) }
+func (c zeroCopyCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return unmarshalFlightData(c.std, data, v)
+}
 
 // Marshal frames a zeroCopyMessage as FlightData: data_header (field 2) and
 // data_body (field 1000), whose bytes are the Arrow buffers; anything else

@@ -242,8 +242,9 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 	return tb, err == nil, err
 }
 
-// rehearse creates a table as co in memory and appends rec to it,
-// returning the append's error as a status.
+// rehearse creates a table as co in memory and checks appending rec to
+// it (CheckOnly: every check of an append, no Parquet encoded), returning
+// the append's error as a status.
 func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, rec arrow.RecordBatch) error {
 	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.catalog.opts)
 	if err != nil {
@@ -254,7 +255,12 @@ func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, re
 		return invalid("DoPut: %v", err)
 	}
 	defer rdr.Release()
-	if _, err := s.append(ctx, tb, rdr); err != nil {
+	opts := tableformat.DefaultAppendOptions()
+	opts.CheckOnly = true
+	if s.alloc != memory.DefaultAllocator {
+		opts.Alloc = s.alloc // tests count every byte
+	}
+	if _, err := tb.Append(ctx, rdr, opts); err != nil {
 		return Status(err)
 	}
 	return nil

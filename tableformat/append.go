@@ -78,6 +78,13 @@ type AppendOptions struct {
 	// its log (see coverage_union.go). Set it only for a table that the
 	// 0.9.0 package reads far more often than tsflight appends to it.
 	TableSnapshot bool
+	// CheckOnly makes Append read the whole stream and check it as it
+	// would append it (schema, null keys, duplicate intervals within the
+	// stream and against the table) without encoding, writing or
+	// committing anything; the result then has Rows and Version (the
+	// table's version checked against) only. The check a DoPut that
+	// creates its table makes first, on a table in memory, is one.
+	CheckOnly bool
 	// noDictionary is set on the copy of the options a group's segment is
 	// written with when GroupPlainRows says so.
 	noDictionary bool
@@ -180,6 +187,9 @@ func (t *Table) Append(ctx context.Context, rdr array.RecordReader, opts *Append
 		canonicalSchema = adopted
 	}
 
+	if opts.CheckOnly {
+		return t.checkStream(ctx, st, rdr, norm, mem)
+	}
 	if adopted == nil && opts.GroupRows > 0 {
 		raw, small := bufferSmall(rdr, opts)
 		if err := rdr.Err(); small && err != nil {

@@ -196,40 +196,14 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 			w.abort()
 		}
 	}()
-	in := rdr.Schema()
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		if rec.NumRows() == 0 {
-			continue
-		}
-		if !rec.Schema().Equal(in) {
-			return SegmentMeta{}, invalidf("a batch's schema differs from the stream's schema: %s", rec.Schema())
-		}
-		canon := norm.apply(a.allocator(), rec)
-		// Coverage first (cheap), then encoding (already parallel across
-		// columns; overlapping the two measured slower through DoPut on
-		// 2 cores). Once a duplicate is known, encoding stops (the append
-		// will fail) but coverage goes on counting.
-		err := stats.observe(ctx, ir, er, canon)
-		if err == nil && stats.dups == 0 {
-			err = w.write(canon)
-		}
-		canon.Release()
-		if err != nil {
-			return SegmentMeta{}, err
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return SegmentMeta{}, ctxErr // the client went away
-		}
-		return SegmentMeta{}, fmt.Errorf("%w: reading the input stream: %w", ErrInvalidInput, err)
-	}
-	if stats.rows == 0 {
-		return SegmentMeta{}, invalidf("the input stream has no rows")
-	}
-	if stats.dups > 0 {
-		return SegmentMeta{}, &OverlapError{Within: true, Count: stats.dups, Example: stats.firstDup}
+	// Coverage first, then the batch is handed to the writer, which
+	// encodes it in the background (parallel across columns) while the
+	// next batch is received and its coverage computed. Once a duplicate
+	// is known, encoding stops (the append will fail) but coverage goes on
+	// counting.
+	err = consumeStream(ctx, rdr, norm, a.allocator(), stats, ir, er, w.writeAsync)
+	if err != nil {
+		return SegmentMeta{}, err
 	}
 	size, err := w.finish()
 	if err != nil {
@@ -260,6 +234,74 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 	}
 	a.segCovPath = seg.CoveragePath
 	return seg, nil
+}
+
+// consumeStream reads rdr to its end, computing each batch's coverage
+// into stats and handing the canonical batch to write (nil: check only)
+// until a duplicate is found. It returns the stream's first fault: a
+// batch of another schema, a null key, a read error, no rows, duplicate
+// intervals.
+func consumeStream(ctx context.Context, rdr array.RecordReader, norm *normalizer, mem memory.Allocator, stats *streamStats, ir indexReader, er entityReader, write func(arrow.RecordBatch) error) error {
+	in := rdr.Schema()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		if !rec.Schema().Equal(in) {
+			return invalidf("a batch's schema differs from the stream's schema: %s", rec.Schema())
+		}
+		canon := norm.apply(mem, rec)
+		err := stats.observe(ctx, ir, er, canon)
+		if err == nil && stats.dups == 0 && write != nil {
+			err = write(canon)
+		}
+		canon.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr // the client went away
+		}
+		return fmt.Errorf("%w: reading the input stream: %w", ErrInvalidInput, err)
+	}
+	if stats.rows == 0 {
+		return invalidf("the input stream has no rows")
+	}
+	if stats.dups > 0 {
+		return &OverlapError{Within: true, Count: stats.dups, Example: stats.firstDup}
+	}
+	return nil
+}
+
+// checkStream is Append with CheckOnly: the stream's checks and the
+// overlap with st, nothing written.
+func (t *Table) checkStream(ctx context.Context, st *State, rdr array.RecordReader, norm *normalizer, mem memory.Allocator) (*AppendResult, error) {
+	schema := st.Schema()
+	if schema == nil {
+		s, err := LogicalFromArrow(rdr.Schema())
+		if err != nil {
+			return nil, err
+		}
+		schema = s
+	}
+	ir, er := newIndexReader(st, schema), newEntityReader(st, schema)
+	stats := &streamStats{cov: newSegmentCoverage(st.Index(), len(er.cols) > 0)}
+	if err := consumeStream(ctx, rdr, norm, mem, stats, ir, er, nil); err != nil {
+		return nil, err
+	}
+	if len(st.Segments) > 0 {
+		table, err := t.loadCoverage(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		if n, example := table.overlap(stats.cov); n > 0 {
+			return nil, &OverlapError{Count: n, Example: example, Version: st.Version}
+		}
+	}
+	return &AppendResult{Version: st.Version, Rows: stats.rows}, nil
 }
 
 func (a *appendAttempt) allocator() memory.Allocator { return a.mem }

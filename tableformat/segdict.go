@@ -3,6 +3,7 @@ package tableformat
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -52,7 +53,7 @@ func newDictFrontEnd(t arrow.DataType, compressed bool) dictFrontEnd {
 	case arrow.STRING:
 		return &stringDict{ids: make(map[string]int32)}
 	case arrow.INT64: // not timestamps: pqarrow may convert their unit
-		return &int64Dict{ids: make(map[int64]int32)}
+		return &int64Dict{}
 	}
 	return nil
 }
@@ -255,11 +256,59 @@ func (d *stringDict) stats(st *dictState, ps metadata.TypedStatistics, s, e int)
 
 // int64Dict is the front end of an int64 column (counters, gauges and
 // other fields with few distinct values per row group).
+//
+// Its ids live in a direct table over a window of int64Window values
+// starting at base (placed around the first value it learns; entries hold
+// id+1, 0 for unknown), and in a map for values outside the window: an
+// index into a small table costs a fraction of a map lookup, and fields
+// with few distinct values tend to sit close together.
 type int64Dict struct {
 	dictState
-	ids  map[int64]int32
-	arr  *array.Int64
-	vals []int64
+	base   int64
+	window []int32 // nil until the first value is learnt
+	far    map[int64]int32
+	n      int // distinct values
+	arr    *array.Int64
+	vals   []int64
+}
+
+// int64Window is the span of the direct table (64 KiB of ids).
+const int64Window = 1 << 14
+
+// id returns v's id.
+func (d *int64Dict) id(v int64) (int32, bool) {
+	if off := uint64(v) - uint64(d.base); off < int64Window && d.window != nil {
+		id := d.window[off]
+		return id - 1, id != 0
+	}
+	id, ok := d.far[v]
+	return id, ok
+}
+
+// add gives v, not known yet, the next id.
+func (d *int64Dict) add(v int64) {
+	if d.window == nil {
+		d.window = make([]int32, int64Window)
+		// Centre the window on v, without wrapping around.
+		switch {
+		case v < math.MinInt64+int64Window/2:
+			d.base = math.MinInt64
+		case v > math.MaxInt64-int64Window/2:
+			d.base = math.MaxInt64 - int64Window + 1
+		default:
+			d.base = v - int64Window/2
+		}
+	}
+	id := int32(d.n)
+	d.n++
+	if off := uint64(v) - uint64(d.base); off < int64Window {
+		d.window[off] = id + 1
+		return
+	}
+	if d.far == nil {
+		d.far = make(map[int64]int32)
+	}
+	d.far[v] = id
 }
 
 func (d *int64Dict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.ColumnChunkWriter, arr arrow.Array, levels []int16, nullable bool) error {
@@ -273,10 +322,10 @@ func (d *int64Dict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.Colum
 	return d.dictState.write(d, arrProps, cw, arr, levels, nullable)
 }
 
-func (d *int64Dict) distinct() int { return len(d.ids) }
+func (d *int64Dict) distinct() int { return d.n }
 
 func (d *int64Dict) lookup(st *dictState, s, e int) bool {
-	arr, ids := d.arr, d.ids
+	arr := d.arr
 	if arr.NullN() > 0 {
 		for i := s; i < e; i++ {
 			if arr.IsNull(i) {
@@ -284,10 +333,21 @@ func (d *int64Dict) lookup(st *dictState, s, e int) bool {
 			}
 		}
 	}
+	if d.window == nil {
+		return false
+	}
 	idx := st.idx[:0]
+	base, window := uint64(d.base), d.window[:int64Window]
 	for _, v := range d.vals[s:e] {
-		id, ok := ids[v]
-		if !ok {
+		var id int32
+		if off := uint64(v) - base; off < int64Window {
+			id = window[off] - 1
+		} else if far, ok := d.far[v]; ok {
+			id = far
+		} else {
+			id = -1
+		}
+		if id < 0 {
 			return false
 		}
 		idx = append(idx, id)
@@ -301,8 +361,8 @@ func (d *int64Dict) learn(s, e int) {
 		if d.arr.IsNull(i) {
 			continue
 		}
-		if _, ok := d.ids[d.vals[i]]; !ok {
-			d.ids[d.vals[i]] = int32(len(d.ids))
+		if _, ok := d.id(d.vals[i]); !ok {
+			d.add(d.vals[i])
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,13 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 		{Name: "gauge", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "igauge", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "idrift", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ifar", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "itop", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
+	// ifar: few values, most outside the direct table of the front end
+	// (which is placed around the first) and at both ends of int64;
+	// itop: values near the top of int64, so the table cannot be centred.
+	far := []int64{3, math.MinInt64, -1 << 40, 3 - int64Window/2 - 1, 3 - int64Window/2, 3 + int64Window/2 - 1, 3 + int64Window/2, 1 << 40, math.MaxInt64}
 	pad := strings.Repeat("x", 150)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -81,6 +88,8 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 				b.Field(10).(*array.Int64Builder).Append(int64(row % 13))
 			}
 			b.Field(11).(*array.Int64Builder).Append(int64(1_000_000 - row/1500))
+			b.Field(12).(*array.Int64Builder).Append(far[row*5%len(far)])
+			b.Field(13).(*array.Int64Builder).Append(math.MaxInt64 - int64(row%7)*int64Window/3)
 			row++
 		}
 		out = append(out, b.NewRecordBatch())
@@ -89,6 +98,12 @@ func stringShapes(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
 }
 
 func writeSegmentBytes(t *testing.T, batches []arrow.RecordBatch, fast bool, opts *AppendOptions) []byte {
+	return writeSegmentBytesWith(t, batches, fast, opts, (*segmentWriter).write)
+}
+
+// writeSegmentBytesWith writes batches through write: the writer's write
+// or writeAsync.
+func writeSegmentBytesWith(t *testing.T, batches []arrow.RecordBatch, fast bool, opts *AppendOptions, write func(*segmentWriter, arrow.RecordBatch) error) []byte {
 	t.Helper()
 	defer func(v bool) { dictFrontEnabled = v }(dictFrontEnabled)
 	dictFrontEnabled = fast
@@ -98,7 +113,7 @@ func writeSegmentBytes(t *testing.T, batches []arrow.RecordBatch, fast bool, opt
 		t.Fatal(err)
 	}
 	for _, rec := range batches {
-		if err := w.write(rec); err != nil {
+		if err := write(w, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,6 +147,8 @@ func TestStringDictSameFileAsDensePath(t *testing.T) {
 			fast := writeSegmentBytes(t, batches, true, opts)
 			sameSegment(t, dense, fast)
 			checkSegmentRoundTrip(t, fast, batches)
+			// Encoding in the background writes the same file.
+			sameSegment(t, fast, writeSegmentBytesWith(t, batches, true, opts, (*segmentWriter).writeAsync))
 		})
 	}
 }

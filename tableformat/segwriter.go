@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -53,6 +55,12 @@ type segmentWriter struct {
 
 	// nested path
 	fw *pqarrow.FileWriter
+
+	// writeAsync: the batch being encoded in the background (nil when
+	// none) sends its result on pending; asyncErr keeps the first error.
+	pending  chan error
+	asyncErr error
+	stop     atomic.Bool // abort asks the background encoding to end early
 }
 
 // countingWriter counts bytes and hides Close from the Parquet writer, so
@@ -188,6 +196,61 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// errEncodingStopped is what a background encoding that abort stopped
+// before it began returns; nobody sees it, as abort discards the segment.
+// (A batch is encoded whole or not at all: the Parquet writer cannot
+// release a row group whose columns hold different row counts.)
+var errEncodingStopped = errors.New("segment encoding stopped")
+
+// writeAsync is write in a background goroutine: it waits for the batch
+// handed over before (at most one batch is encoded at a time, so at most
+// one is held beyond the caller's), returns that batch's error if it
+// failed, and otherwise retains rec and starts encoding it. The caller
+// meanwhile receives the next batch and computes its coverage, instead
+// of leaving the cores idle while it waits on the network. flush and
+// abort wait for the batch in flight, so no goroutine outlives the
+// writer; the caller must not use the writer from two goroutines.
+func (w *segmentWriter) writeAsync(rec arrow.RecordBatch) error {
+	if err := w.wait(); err != nil {
+		return err
+	}
+	rec.Retain()
+	done := make(chan error, 1)
+	w.pending = done
+	go func() {
+		defer rec.Release()
+		if w.stop.Load() {
+			// abort came first: the segment is discarded anyway.
+			done <- errEncodingStopped
+			return
+		}
+		err := w.write(rec)
+		if err == nil {
+			if h := testHookEncoded; h != nil {
+				err = h()
+			}
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// testHookEncoded, when a test sets it, runs in the background goroutine
+// after each batch writeAsync encoded; its error is that batch's.
+var testHookEncoded func() error
+
+// wait waits for the batch writeAsync handed over, if one is in flight,
+// and returns the first error of any batch encoded in the background.
+func (w *segmentWriter) wait() error {
+	if w.pending != nil {
+		if err := <-w.pending; err != nil && w.asyncErr == nil {
+			w.asyncErr = err
+		}
+		w.pending = nil
+	}
+	return w.asyncErr
+}
+
 // writeColumns encodes each column of rec into its column chunk, in
 // parallel.
 func (w *segmentWriter) writeColumns(rec arrow.RecordBatch) error {
@@ -248,6 +311,9 @@ func (w *segmentWriter) closeRowGroup() error {
 		return nil
 	}
 	err := w.rgw.Close()
+	if err != nil {
+		releaseColumns(w.rgw)
+	}
 	w.rgw = nil
 	if err != nil {
 		return fmt.Errorf("%w: write segment %s: %w", ErrStorage, w.path, err)
@@ -255,10 +321,27 @@ func (w *segmentWriter) closeRowGroup() error {
 	return nil
 }
 
+// releaseColumns releases the encoders of a row group whose Close failed:
+// arrow-go's row group stops at the first column that fails to write and
+// leaves that column's encoder and every later column's unreleased (the
+// memory an allocator lent them would never come back). A column that
+// closed has no encoder left.
+func releaseColumns(rgw file.BufferedRowGroupWriter) {
+	for i := range rgw.NumColumns() {
+		cw, err := rgw.Column(i)
+		if err != nil || cw == nil {
+			continue
+		}
+		if enc := cw.CurrentEncoder(); enc != nil {
+			enc.Release()
+		}
+	}
+}
+
 // segmentBuffers recycles the 1 MiB write buffers of segment files: a
 // small append used to allocate one per segment, which was most of what it
 // gave the garbage collector to do.
-var segmentBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+var segmentBuffers = &sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
 
 // finish writes the footer, flushes, fsyncs and closes the file, and
 // returns its size.
@@ -274,6 +357,9 @@ func (w *segmentWriter) finish() (uint64, error) {
 // syncClose (the caller may overlap the fsync with other work); it
 // returns the file's size.
 func (w *segmentWriter) flush() (uint64, error) {
+	if err := w.wait(); err != nil {
+		return 0, err // abort closes and removes the file
+	}
 	w.closed = true
 	var err error
 	if w.fw != nil {
@@ -316,15 +402,15 @@ func (w *segmentWriter) releaseBuffer() {
 
 // abort closes the file if still open and removes it.
 func (w *segmentWriter) abort() {
+	w.stop.Store(true)
+	_ = w.wait() // the background goroutine writes to the file
 	if !w.closed {
 		w.closed = true
 		switch {
 		case w.fw != nil:
 			_ = w.fw.Close()
 		case w.pw != nil:
-			if w.rgw != nil {
-				_ = w.rgw.Close()
-			}
+			_ = w.closeRowGroup()
 			_ = w.pw.Close()
 		}
 		w.releaseBuffer()
