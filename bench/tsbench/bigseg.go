@@ -161,6 +161,7 @@ func (b *bench) bigseg(ctx context.Context) error {
 		b.r.add(ts)
 		b.r.add(dk)
 		if floorCnxn != nil {
+			fl.RSS = vmHWM(floorPid)
 			b.r.add(fl)
 			logf("   %s: tsflight %s, DuckDB %s, floor %s", q.Name, humanDur(ts.stat.Median), humanDur(dk.stat.Median), humanDur(fl.stat.Median))
 			continue
