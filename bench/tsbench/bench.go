@@ -31,8 +31,9 @@ type config struct {
 	runs       int // timed runs of ingest and scans
 	sqlRuns    int
 	covRuns    int
-	latRuns    int // SELECT 1 and the Flight round trip, each
-	bigRuns    int // each big-segment query on each system, alternated
+	latRuns    int    // SELECT 1 and the Flight round trip, each
+	bigRuns    int    // each big-segment query on each system, alternated
+	floor      string // the floorserver binary (flightsql/internal/floorserver): bigseg's floor; "" for none
 	// pyParams are the data of the Python workloads and of the big
 	// segment: one DoPut's worth.
 	pyParams tsbs.Params
@@ -83,6 +84,7 @@ func runBench(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "override the data and query seed")
 	streamPuts := fs.Int("stream-puts", 0, "override the mode's number of 100-row puts to the stream table")
 	writerPuts := fs.Int("writer-puts", 0, "override the mode's number of 100-row puts of each concurrent writer in the stream workload")
+	floor := fs.String("floorserver", "", "the floorserver binary (go build -o floorserver ./flightsql/internal/floorserver): bigseg measures it as the floor of Flight SQL's round trips")
 	only := fs.String("only", "", "run only these steps, comma-separated (generate,ingest,scan,sql,coverage,pyingest,pyscan,latency,bigseg,stream); a partial report is written but not judged complete")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,6 +120,7 @@ func runBench(ctx context.Context, args []string) error {
 	if err := cfg.pyParams.Validate(); err != nil {
 		return err
 	}
+	cfg.floor = *floor
 	cfg.tsflight, cfg.python, cfg.peer, cfg.flightPeer, cfg.out = *tsBin, *python, *peer, *flightPeer, *out
 	if cfg.self, err = os.Executable(); err != nil {
 		return err
@@ -180,6 +183,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	for _, s := range steps {
 		r.Workloads = append(r.Workloads, s.name)
+		if s.name == "bigseg" && cfg.floor != "" {
+			r.Workloads = append(r.Workloads, bigsegFloorStep)
+		}
 	}
 	for _, s := range steps {
 		start := time.Now()

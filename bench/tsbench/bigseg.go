@@ -22,10 +22,26 @@ import (
 // The big-segment workload (issue 21): the Python workloads' table cpu,
 // written by one DoPut into one large segment (the shape compaction
 // produces), queried narrowly through tsflight's Flight SQL and by DuckDB
-// reading the same Parquet file directly, alternated query by query.
+// reading the same Parquet file directly, alternated query by query;
+// with --floorserver, also the same client and loop against a Flight SQL
+// server that answers every query with one constant row from memory
+// (flightsql/internal/floorserver): the floor of Flight SQL's round trips
+// (GetFlightInfo, then DoGet), which DuckDB called directly never pays.
 
 // bigsegWorkloads are its queries' names, in order.
 var bigsegWorkloads = []string{"one host, one hour (single-groupby-1-1-1)", "count(*), 10 minutes"}
+
+// bigsegFloor is the floor's system name, and bigsegFloorStep the entry
+// in a report's workloads that says the floor was measured (reports from
+// before it lack both).
+const (
+	bigsegFloor     = "Flight SQL floor"
+	bigsegFloorStep = "bigseg-floor"
+)
+
+// bigsegLessFloor is the workload of the comparison (tsflight − floor) /
+// DuckDB of query w.
+func bigsegLessFloor(w string) string { return w + ", less the floor" }
 
 // bigsegQueries are a narrow query of each kind over the data of p: the
 // TSBS query of one host over one hour, and the count of the rows of the
@@ -71,6 +87,27 @@ func (b *bench) bigseg(ctx context.Context) error {
 	}
 	defer duck.stop()
 	srvPid := b.py.srv.cmd.Process.Pid
+	var floorCnxn adbc.Connection
+	floorPid := 0
+	systems := []string{"tsflight", "DuckDB"}
+	if b.cfg.floor != "" {
+		floor, err := startChild("floorserver", listenRE("floorserver"), b.cfg.floor, "-listen", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer floor.stop() // it dies of the signal: no clean exit to report
+		fdb, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + floor.addr})
+		if err != nil {
+			return err
+		}
+		defer fdb.Close()
+		if floorCnxn, err = fdb.Open(ctx); err != nil {
+			return err
+		}
+		defer floorCnxn.Close()
+		floorPid = floor.cmd.Process.Pid
+		systems = append(systems, bigsegFloor)
+	}
 	for _, q := range qs {
 		want, _, err := adbcQuery(ctx, cnxn, q.SQL, true)
 		if err != nil {
@@ -87,17 +124,28 @@ func (b *bench) bigseg(ctx context.Context) error {
 			Note: fmt.Sprintf("ADBC Go driver; the table is %d segment(s) of %d rows; CPU is the server's", len(files), b.py.rows)}
 		dk := &measurement{Group: "bigseg", Workload: q.Name, System: "DuckDB",
 			Note: "the server's DuckDB engine and settings on a view over the same segment file(s), in a child process answering one query at a time, alternated with tsflight"}
+		fl := &measurement{Group: "bigseg", Workload: q.Name, System: bigsegFloor,
+			Note: "the same ADBC Go client and loop against flightsql/internal/floorserver, which answers every query with one constant row from memory (no engine, no disk): Flight SQL's GetFlightInfo + DoGet alone; alternated with the other two; CPU is that server's"}
+		if floorCnxn != nil {
+			if _, _, err := adbcQuery(ctx, floorCnxn, q.SQL, false); err != nil { // warm-up, as the others had
+				return fmt.Errorf("%s: the floor: %w", q.Name, err)
+			}
+		}
 		for i := range b.cfg.bigRuns {
-			for _, sys := range abba(i, "tsflight", "DuckDB") {
-				if sys == "tsflight" {
-					c0, start := cpuSeconds(srvPid), time.Now()
-					_, n, err := adbcQuery(ctx, cnxn, q.SQL, false)
-					if err != nil {
-						return fmt.Errorf("%s: %w", q.Name, err)
+			for _, sys := range abba(i, systems...) {
+				if sys == "tsflight" || sys == bigsegFloor {
+					m, c, pid := ts, cnxn, srvPid
+					if sys == bigsegFloor {
+						m, c, pid = fl, floorCnxn, floorPid
 					}
-					ts.Times = append(ts.Times, time.Since(start).Seconds())
-					ts.CPU = append(ts.CPU, cpuSeconds(srvPid)-c0)
-					ts.Rows = n
+					c0, start := cpuSeconds(pid), time.Now()
+					_, n, err := adbcQuery(ctx, c, q.SQL, false)
+					if err != nil {
+						return fmt.Errorf("%s on %s: %w", q.Name, sys, err)
+					}
+					m.Times = append(m.Times, time.Since(start).Seconds())
+					m.CPU = append(m.CPU, cpuSeconds(pid)-c0)
+					m.Rows = n
 					continue
 				}
 				c0 := cpuSeconds(duck.cmd.Process.Pid)
@@ -112,6 +160,12 @@ func (b *bench) bigseg(ctx context.Context) error {
 		}
 		b.r.add(ts)
 		b.r.add(dk)
+		if floorCnxn != nil {
+			fl.RSS = vmHWM(floorPid)
+			b.r.add(fl)
+			logf("   %s: tsflight %s, DuckDB %s, floor %s", q.Name, humanDur(ts.stat.Median), humanDur(dk.stat.Median), humanDur(fl.stat.Median))
+			continue
+		}
 		logf("   %s: tsflight %s, DuckDB %s", q.Name, humanDur(ts.stat.Median), humanDur(dk.stat.Median))
 	}
 	if v := duck.version; v != "" {

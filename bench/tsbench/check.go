@@ -113,6 +113,12 @@ func checkReport(path string) error {
 			wantCmp("bigseg", w, "DuckDB", true)
 		}
 	}
+	if ran(bigsegFloorStep) {
+		for _, w := range bigsegWorkloads {
+			want("bigseg", w, bigsegFloor)
+			wantCmp("bigseg", bigsegLessFloor(w), "DuckDB", false)
+		}
+	}
 	if ok, err := streamExpected(r); err != nil {
 		errs = append(errs, err)
 	} else if ok {

@@ -336,6 +336,11 @@ func (r *report) pyTargets() {
 	}
 	for _, w := range bigsegWorkloads {
 		r.compare("bigseg", w, "DuckDB", 1.2, "<= 1.2")
+		ts, dk, fl := r.find("bigseg", w, "tsflight"), r.find("bigseg", w, "DuckDB"), r.find("bigseg", w, bigsegFloor)
+		if ts != nil && dk != nil && fl != nil && dk.stat.Median > 0 {
+			r.Comparisons = append(r.Comparisons, &comparison{Group: "bigseg", Workload: bigsegLessFloor(w), Peer: "DuckDB",
+				Ratio: (ts.stat.Median - fl.stat.Median) / dk.stat.Median, Target: "none: (tsflight − floor) / DuckDB"})
+		}
 	}
 }
 

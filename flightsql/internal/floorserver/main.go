@@ -1,6 +1,9 @@
 // Command floorserver is the floor of Flight SQL's per-query cost: a Flight
 // SQL server (arrow-go's flightsql.BaseServer) that answers "SELECT 1" and
 // "SELECT ? + 1" from memory, with no SQL engine, no planning and no disk.
+// Any other text executed as a plain statement (GetFlightInfo, then DoGet;
+// not prepared) gets one row of one int64, 1, without being read: the
+// floor of the bench's bigseg queries over the ADBC Go driver.
 // Measured with the same client loop as tsflight
 // (examples/python/latency_adbc.py), the difference is tsflight's own cost;
 // the rest is the client, gRPC and the machine.
@@ -29,8 +32,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// server answers two texts: "SELECT 1" (int32 1) and "SELECT ? + 1" (the
-// bound int64 plus one).
+// server answers two prepared texts: "SELECT 1" (int32 1) and
+// "SELECT ? + 1" (the bound int64 plus one); and every plain statement
+// with anyRow.
 type server struct {
 	flightsql.BaseServer
 	mu     sync.Mutex
@@ -43,6 +47,38 @@ var (
 	plusSchema  = arrow.NewSchema([]arrow.Field{{Name: "($1 + 1)", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 	paramSchema = arrow.NewSchema([]arrow.Field{{Name: "parameter_1", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 )
+
+// anyHandle is the statement handle in the ticket of every plain
+// statement; prepared handles are 24 hex digits, so never this.
+const anyHandle = "any statement"
+
+var anySchema = arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+
+// GetFlightInfoStatement answers any query text with one endpoint whose
+// ticket DoGetStatement answers with anyRow; the text is not looked at.
+func (s *server) GetFlightInfoStatement(_ context.Context, _ flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	tkt, err := flightsql.CreateStatementQueryTicket([]byte(anyHandle))
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(anySchema, memory.DefaultAllocator),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		TotalRecords:     1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// anyRow is the answer to every plain statement: n = 1.
+func anyRow() arrow.RecordBatch {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(1)
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(anySchema, []arrow.Array{col}, 1)
+}
 
 func newHandle() string {
 	var b [12]byte
@@ -116,6 +152,12 @@ func (s *server) GetFlightInfoPreparedStatement(_ context.Context, cmd flightsql
 
 func (s *server) DoGetStatement(_ context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	h := string(tkt.GetStatementHandle())
+	if h == anyHandle {
+		ch := make(chan flight.StreamChunk, 1)
+		ch <- flight.StreamChunk{Data: anyRow()}
+		close(ch)
+		return anySchema, ch, nil
+	}
 	s.mu.Lock()
 	param, ok := s.params[h]
 	v := s.bound[h]
@@ -150,13 +192,22 @@ func (s *server) DoGetStatement(_ context.Context, tkt flightsql.StatementQueryT
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	flag.Parse()
-	srv := flight.NewServerWithMiddleware(nil)
-	srv.RegisterFlightService(flightsql.NewFlightServer(&server{bound: map[string]int64{}, params: map[string]bool{}}))
-	if err := srv.Init(*listen); err != nil {
+	srv, err := start(*listen)
+	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("floorserver listening on %s\n", srv.Addr())
 	if err := srv.Serve(); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// start listens on addr with a new server, not yet serving.
+func start(addr string) (flight.Server, error) {
+	srv := flight.NewServerWithMiddleware(nil)
+	srv.RegisterFlightService(flightsql.NewFlightServer(&server{bound: map[string]int64{}, params: map[string]bool{}}))
+	if err := srv.Init(addr); err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
