@@ -100,7 +100,7 @@ type AppendOptions struct {
 // 131,072 rows. DuckDB prunes and parallelizes by row group (it does not
 // read the page index), so a bulk load written as one row group of a
 // million rows is read whole by a narrow query. Measured with
-// BenchmarkTSBSLayouts and testdata/layoutquery (864,000 TSBS rows, one
+// BenchmarkTSBSLayouts and bench/layoutquery (864,000 TSBS rows, one
 // segment, DuckDB 1.5.6 directly, load ~13 on 2 cores): geomean of six
 // TSBS queries 23.6 / 23.9 / 22.6 / 33.2 ms for row groups of 64 Ki /
 // 128 Ki / 256 Ki / 1 Mi rows, one host over an hour 47.9 / 28.8 / 45.0

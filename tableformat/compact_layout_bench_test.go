@@ -66,7 +66,7 @@ var tsbsLayouts = []tsbsLayout{
 //
 // With TSFLIGHT_LAYOUT_DIR set, the last table of each layout is kept in
 // $TSFLIGHT_LAYOUT_DIR/<layout>, for the DuckDB side of the measurement
-// (tableformat/testdata/layoutquery, which runs the queries on
+// (bench/layoutquery, which runs the queries on
 // the same files; DuckDB may not be imported here).
 func BenchmarkTSBSLayouts(b *testing.B) {
 	keep := os.Getenv("TSFLIGHT_LAYOUT_DIR")

@@ -4,7 +4,7 @@ tableformat's BenchmarkTSBSLayouts: the same queries as layoutquery
 median wall time (and process CPU time, all threads) of RUNS runs after
 one warm-up, per query and table.
 
-    python3 tableformat/testdata/layoutquery/sessionsql.py QUERIES RUNS TABLE_DIR...
+    python3 bench/layoutquery/sessionsql.py QUERIES RUNS TABLE_DIR...
 """
 
 import statistics

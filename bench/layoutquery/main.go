@@ -8,10 +8,10 @@
 // run (forward, then backward), and prints the median wall time and
 // process CPU per query and layout, and the geometric mean over the TSBS
 // queries; with -tsflight, also through a tsflight server over ADBC. It
-// lives under testdata because tableformat may not import DuckDB.
+// lives in bench/ because tableformat may not import DuckDB.
 //
 //	TSFLIGHT_LAYOUT_DIR=/tmp/layouts go test -run '^$' -bench TSBSLayouts -benchtime 1x ./tableformat/
-//	go run -tags duckdb_arrow ./tableformat/testdata/layoutquery -dir /tmp/layouts -runs 15
+//	go run -tags duckdb_arrow ./bench/layoutquery -dir /tmp/layouts -runs 15
 package main
 
 import (
