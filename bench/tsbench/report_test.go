@@ -54,7 +54,7 @@ func TestReportWritesAndChecks(t *testing.T) {
 	for _, want := range []string{
 		"| ingest | all files | (absolute) | 2 M rows/s | >= 1 M rows/s | met |",
 		"| ingest | all files | timeseries-table-format | 0.5 | <= 0.5 (>= 2x the package) | met |",
-		"| sql | lastpoint | DuckDB | 0.5 | <= 1.1 | met |",
+		"| sql | lastpoint | DuckDB | 0.5 | <= 1.0 | met |",
 		"| coverage | gaps, one entity, whole span (p50) | (absolute) | 0.2 ms | <= 1 ms | met |",
 		"![ratios](ratios.svg)",
 	} {
@@ -99,7 +99,7 @@ func TestReportMissedTargetIsSaid(t *testing.T) {
 	if err := r.writeMarkdown(&b, ""); err != nil {
 		t.Fatal(err)
 	}
-	if want := "| sql | lastpoint | DuckDB | 500 | <= 1.1 | **missed** |"; !strings.Contains(b.String(), want) {
+	if want := "| sql | lastpoint | DuckDB | 500 | <= 1.0 | **missed** |"; !strings.Contains(b.String(), want) {
 		t.Errorf("missing %q in:\n%s", want, b.String())
 	}
 }
