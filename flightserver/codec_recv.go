@@ -53,7 +53,7 @@ func decodeFlightData(data mem.BufferSlice, fd *flight.FlightData) bool {
 			return false
 		}
 		num, typ := protowire.DecodeTag(tag)
-		if num <= 0 {
+		if tag>>3 > uint64(protowire.MaxValidNumber) || !num.IsValid() {
 			return false
 		}
 		switch typ {
@@ -136,6 +136,9 @@ func (c *frameCursor) uvarint() (uint64, bool) {
 		}
 		c.off++
 		c.left--
+		if shift == 63 && b[0] > 1 {
+			return 0, false // overflows 64 bits: protobuf refuses it too
+		}
 		v |= uint64(b[0]&0x7f) << shift
 		if b[0] < 0x80 {
 			return v, true

@@ -223,3 +223,38 @@ w.close()`
 		}
 	}
 }
+
+// FuzzDecodeFlightData: on any bytes, cut anywhere, the direct decoder
+// either gives the message up to protobuf (false) or reads exactly what
+// protobuf reads; it never accepts what protobuf refuses and never panics.
+func FuzzDecodeFlightData(f *testing.F) {
+	full, err := proto.Marshal(&flight.FlightData{
+		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"cpu"}},
+		DataHeader:       []byte("header"), AppMetadata: []byte("meta"), DataBody: bytes.Repeat([]byte{7}, 300),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(full, uint64(1))
+	f.Add(full[:len(full)-5], uint64(2))
+	f.Add(protowire.AppendTag(nil, 1000, protowire.BytesType), uint64(3))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x00}, uint64(4))
+	f.Add([]byte{0x0b, 0x0c}, uint64(5)) // a group
+	f.Fuzz(func(t *testing.T, b []byte, seed uint64) {
+		var want flight.FlightData
+		wantErr := proto.Unmarshal(b, &want)
+		var got flight.FlightData
+		ok := decodeFlightData(split(rand.New(rand.NewPCG(seed, 7)), b), &got)
+		if !ok {
+			return // protobuf decides
+		}
+		if wantErr != nil {
+			t.Fatalf("decoded what protobuf refuses (%v): % x", wantErr, b)
+		}
+		if !proto.Equal(got.FlightDescriptor, want.FlightDescriptor) ||
+			!bytes.Equal(got.DataHeader, want.DataHeader) || !bytes.Equal(got.AppMetadata, want.AppMetadata) ||
+			!bytes.Equal(got.DataBody, want.DataBody) {
+			t.Fatalf("decoded differently from protobuf: % x", b)
+		}
+	})
+}
