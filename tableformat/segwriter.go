@@ -218,18 +218,19 @@ func (w *segmentWriter) writeAsync(rec arrow.RecordBatch) error {
 	done := make(chan error, 1)
 	w.pending = done
 	go func() {
-		defer rec.Release()
-		if w.stop.Load() {
-			// abort came first: the segment is discarded anyway.
-			done <- errEncodingStopped
-			return
-		}
-		err := w.write(rec)
-		if err == nil {
-			if h := testHookEncoded; h != nil {
-				err = h()
+		// rec is released before the result is sent, never after (as a
+		// deferred release would be): whoever waits on done may go on to
+		// free the stream, or check that every byte came back.
+		err := errEncodingStopped // abort came first: the segment is discarded anyway
+		if !w.stop.Load() {
+			err = w.write(rec)
+			if err == nil {
+				if h := testHookEncoded; h != nil {
+					err = h()
+				}
 			}
 		}
+		rec.Release()
 		done <- err
 	}()
 	return nil
