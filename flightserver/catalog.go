@@ -124,10 +124,7 @@ func (c *catalog) names() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if !e.IsDir() || ValidateTableName(e.Name()) != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(c.root, e.Name(), tableformat.LogDir)); err == nil {
+		if e.IsDir() && ValidateTableName(e.Name()) == nil && c.holdsLog(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
@@ -170,10 +167,14 @@ func (c *catalog) isTable(name string) bool {
 	if fi, err := os.Lstat(filepath.Join(c.root, name)); err != nil || !fi.IsDir() {
 		return false
 	}
-	if _, err := os.Stat(filepath.Join(c.root, name, tableformat.LogDir)); err != nil {
-		return false
-	}
-	return !c.phantom(name)
+	return c.holdsLog(name) && !c.phantom(name)
+}
+
+// holdsLog reports whether directory name under the root holds a table
+// log directory (names and isTable both ask it).
+func (c *catalog) holdsLog(name string) bool {
+	_, err := os.Stat(filepath.Join(c.root, name, tableformat.LogDir))
+	return err == nil
 }
 
 // phantom reports whether table directory name holds a log directory with
