@@ -176,12 +176,17 @@ func (s *Service) Append(ctx context.Context, tb *tableformat.Table, rdr array.R
 // append is Append without the counting and the maintenance note: the
 // rehearsal of a put on a table in memory uses it.
 func (s *Service) append(ctx context.Context, tb *tableformat.Table, rdr array.RecordReader) (*tableformat.AppendResult, error) {
+	return tb.Append(ctx, rdr, s.appendOptions())
+}
+
+// appendOptions are the options of the server's appends.
+func (s *Service) appendOptions() *tableformat.AppendOptions {
 	opts := tableformat.DefaultAppendOptions()
 	if s.alloc != memory.DefaultAllocator {
 		opts.Alloc = s.alloc // tests count every byte
 	}
 	opts.MaxRetries = s.opts.AppendRetries
-	return tb.Append(ctx, rdr, opts)
+	return opts
 }
 
 // OpenOrCreate opens table name or, when it does not exist, creates it as
@@ -255,11 +260,8 @@ func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, re
 		return invalid("DoPut: %v", err)
 	}
 	defer rdr.Release()
-	opts := tableformat.DefaultAppendOptions()
+	opts := s.appendOptions()
 	opts.CheckOnly = true
-	if s.alloc != memory.DefaultAllocator {
-		opts.Alloc = s.alloc // tests count every byte
-	}
 	if _, err := tb.Append(ctx, rdr, opts); err != nil {
 		return Status(err)
 	}
