@@ -96,7 +96,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 			return nil, err
 		}
 		s.log.Info("table created", "table", a.Table, "by", callerName(ctx))
-		return map[string]any{"table": a.Table, "version": tb.State().Version}, nil
+		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil
 	case ActionDescribeTable:
 		var a struct {
 			Table string `json:"table"`

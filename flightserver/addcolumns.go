@@ -47,7 +47,7 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 		v, err := tb.AddColumns(ctx, fields)
 		if err == nil {
 			s.log.Info("columns added", "table", req.Table, "version", v, "columns", len(fields), "by", callerName(ctx))
-			return map[string]any{"table": req.Table, "version": v}, nil
+			return TableVersion{Table: req.Table, Version: v}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
 			return nil, Status(err)
