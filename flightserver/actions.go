@@ -91,9 +91,9 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		if err != nil {
 			return nil, err
 		}
-		tb, err := s.catalog.create(ctx, a.Table, co)
+		tb, err := s.cat.Create(ctx, a.Table, co)
 		if err != nil {
-			return nil, err
+			return nil, Status(err)
 		}
 		s.log.Info("table created", "table", a.Table, "by", callerName(ctx))
 		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil

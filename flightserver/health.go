@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // FlightServiceName is the gRPC name of the Arrow Flight service. The
@@ -104,7 +106,7 @@ func (h *Health) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*
 
 func unknownHealthService(name string) error {
 	return status.Errorf(codes.NotFound, "unknown service %q: this server reports %q (the whole server) and %q",
-		truncate(name, 128), healthServices[0], healthServices[1])
+		catalog.Truncate(name, 128), healthServices[0], healthServices[1])
 }
 
 // Watch sends the service's status, and again whenever it changes, until

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionLast names the action returning the newest row per entity.
@@ -56,7 +57,7 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 		return nil, err
 	}
 	if len(st.Index().EntityColumns) == 0 {
-		return nil, invalid("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", quoteName(req.Table))
+		return nil, invalid("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", catalog.QuoteName(req.Table))
 	}
 	opts := tableformat.LastOptions{Alloc: s.scanAlloc()}
 	if len(req.Columns) > 0 { // "columns": [] means every column, as in a scan
@@ -81,7 +82,7 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 	}
 	rec, err := tb.LastValues(ctx, st, opts)
 	if err != nil {
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	defer rec.Release()
 	out, err := ipcStream(rec, s.alloc)

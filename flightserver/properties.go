@@ -10,6 +10,7 @@ import (
 	"maps"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionSetProperties names the set-properties action.
@@ -67,10 +68,10 @@ func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 			return SetPropertiesResult{Table: req.Table, Version: v, Properties: props}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
-			return nil, Status(&tableError{name: req.Table, err: err})
+			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 		}
 		if _, err := tb.Refresh(ctx); err != nil {
-			return nil, Status(&tableError{name: req.Table, err: err})
+			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 		}
 	}
 }

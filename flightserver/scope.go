@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // readMethods are the Flight methods that never write, whatever they carry.
@@ -97,7 +99,7 @@ func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
 // their body). An action no service knows reads: it is refused anyway.
 func classifyAction(a *flight.Action) (what string, write bool) {
 	typ := a.GetType()
-	what = "action " + truncate(typ, 64)
+	what = "action " + catalog.Truncate(typ, 64)
 	if typ == ActionCheck {
 		// Decoded exactly as the action decodes it.
 		body, err := decodeCheckRequest(a.GetBody())

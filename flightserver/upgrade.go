@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionUpgrade names the upgrade action.
@@ -44,7 +45,7 @@ func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	co.Alloc = s.scanAlloc()
 	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: co})
 	if err != nil {
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if !rep.DryRun {
 		s.log.Info("table upgraded", "table", req.Table, "converted_commits", rep.ConvertedCommits, "backup", rep.Backup,

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // Options configure a Server. Use DefaultOptions and change fields.
@@ -145,6 +146,7 @@ func DefaultOptions() *Options { return &Options{MetadataCache: true} }
 type Server struct {
 	flightsql.BaseServer
 	svc     *flightserver.Service
+	cat     *catalog.Catalog // the tables, read without the Flight service
 	opts    Options
 	log     hclog.Logger
 	alloc   memory.Allocator
@@ -206,7 +208,7 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: svc, opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
+	s := &Server{svc: svc, cat: svc.Catalog(), opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
 	s.Alloc = o.Alloc
 	s.pool.eng = eng
 	s.ready.ttl = o.TicketTimeout

@@ -98,6 +98,8 @@ var layerRules = []importRule{
 	{dir: "tableformat", direct: true, why: "the table knows no server (no gRPC codes or Flight types in the table)", bad: func(imp string) bool {
 		return strings.HasPrefix(imp, "google.golang.org/grpc") || strings.HasPrefix(imp, "github.com/apache/arrow-go/v18/arrow/flight")
 	}},
+	{dir: "tableformat", why: "the catalog sits above the table: the table does not know it", bad: moduleDir("tableformat/catalog")},
+	{dir: "tableformat/storage", why: "the storage seam knows no table", bad: func(imp string) bool { return imp == module+"/tableformat" }},
 	{dir: "tableformat", why: "DuckDB stays inside flightsql", bad: isDuckDB},
 	{dir: "coverage", why: "DuckDB stays inside flightsql", bad: isDuckDB},
 	{dir: "flightserver", why: "plain Flight never needs DuckDB", bad: isDuckDB},
@@ -174,6 +176,8 @@ func TestImportRulesCatch(t *testing.T) {
 		"coverage → file IO":     {ImportPath: m("coverage"), Imports: []string{"os"}},
 		"coverage → the table":   {ImportPath: m("coverage"), Deps: []string{m("tableformat/storage")}},
 		"flightsql → cmd":        {ImportPath: m("flightsql"), Deps: []string{m("cmd/tsflight")}},
+		"table → catalog":        {ImportPath: m("tableformat"), Deps: []string{m("tableformat/catalog")}},
+		"storage → table":        {ImportPath: m("tableformat/storage"), Deps: []string{m("tableformat")}},
 	}
 	for name, p := range cases {
 		got := violations(map[string]listedPackage{p.ImportPath: p}, layerRules)
@@ -184,6 +188,7 @@ func TestImportRulesCatch(t *testing.T) {
 	allowed := map[string]listedPackage{
 		"tableformat → coverage, pqarrow's gRPC": {ImportPath: m("tableformat"), Imports: []string{m("coverage"), "github.com/apache/arrow-go/v18/parquet/pqarrow"},
 			Deps: []string{m("coverage"), "google.golang.org/grpc", "os"}},
+		"catalog → table, storage":              {ImportPath: m("tableformat/catalog"), Deps: []string{m("tableformat"), m("tableformat/storage"), m("coverage")}},
 		"coverage → roaring (which may use os)": {ImportPath: m("coverage"), Imports: []string{"github.com/RoaringBitmap/roaring/v2/roaring64"}, Deps: []string{"os"}},
 		"flightsql → DuckDB, the table":         {ImportPath: m("flightsql"), Imports: []string{"github.com/duckdb/duckdb-go-bindings", m("tableformat")}},
 	}
