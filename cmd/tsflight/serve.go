@@ -378,7 +378,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer ops.close() // before closeSQL: a scrape may ask DuckDB
 	}
 	conns := &connTracker{Listener: gate.Listener(lis), open: map[net.Conn]struct{}{}}
-	inFlight := &calls{log: log.Named("rpc")}
+	inFlight := flightserver.NewCallLog(log.Named("rpc"))
 	if cfg.memoryLimit > 0 {
 		debug.SetMemoryLimit(int64(cfg.memoryLimit))
 	}
@@ -398,7 +398,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
 	// unauthenticated calls is bounded too.
-	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.Middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
 	health := flightserver.NewHealth() // grpc.health.v1: NOT_SERVING until Serve
 	health.Register(srv)
@@ -540,7 +540,7 @@ type running struct {
 	srv    flight.Server
 	served chan error // the result of srv.Serve
 	conns  *connTracker
-	calls  *calls
+	calls  *flightserver.CallLog
 	sigs   <-chan os.Signal
 	health *flightserver.Health
 }
@@ -553,7 +553,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 	// send it and end, so that they do not hold the graceful stop.
 	r.health.Shutdown()
 	r.log.Info("shutting down: no new calls, waiting for calls in flight",
-		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
+		"reason", why, "in_flight", r.calls.InFlight(), "timeout", timeout.String())
 	stopped := make(chan struct{})
 	go func() {
 		r.srv.Shutdown() // GracefulStop: returns when every handler has returned
@@ -575,7 +575,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 	case sig := <-r.sigs:
 		why = "second signal " + sig.String()
 	}
-	n := r.calls.inFlight.Load()
+	n := r.calls.InFlight()
 	r.log.Warn("stopping hard: cancelling calls in flight", "reason", why, "in_flight", n)
 	r.conns.closeAll()
 	select {
@@ -583,7 +583,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 		<-r.served
 		r.log.Info("stopped")
 	case <-time.After(hardStopWait):
-		r.log.Error("calls did not return after cancellation; exiting anyway", "in_flight", r.calls.inFlight.Load())
+		r.log.Error("calls did not return after cancellation; exiting anyway", "in_flight", r.calls.InFlight())
 	}
 	return fmt.Errorf("%s: cancelled %d call(s) in flight", why, n)
 }
