@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -95,7 +96,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		if err != nil {
 			return nil, Status(err)
 		}
-		s.log.Info("table created", "table", a.Table, "by", callerName(ctx))
+		s.log.Info("table created", "table", a.Table, "by", guard.CallerName(ctx))
 		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil
 	case ActionDescribeTable:
 		var a struct {

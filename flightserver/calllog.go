@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // CallLog is the outermost middleware of a server: it counts the calls in
@@ -39,12 +41,12 @@ func (c *CallLog) InFlight() int64 { return c.inFlight.Load() }
 func (c *CallLog) Middleware() flight.ServerMiddleware {
 	return flight.ServerMiddleware{
 		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-			ctx, caller := WithCallerSlot(ctx)
+			ctx, caller := guard.WithCallerSlot(ctx)
 			defer c.track(ctx, info.FullMethod, caller)(&err)
 			return h(ctx, req)
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
-			ctx, caller := WithCallerSlot(ss.Context())
+			ctx, caller := guard.WithCallerSlot(ss.Context())
 			defer c.track(ctx, info.FullMethod, caller)(&err)
 			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 		},
@@ -62,7 +64,7 @@ func (s *ctxStream) Context() context.Context { return s.ctx }
 // track counts a call in; the function it returns, deferred, counts it out,
 // recovers a panic into *err and logs the outcome, with the caller when
 // authentication named one.
-func (c *CallLog) track(ctx context.Context, method string, caller *CallerSlot) func(*error) {
+func (c *CallLog) track(ctx context.Context, method string, caller *guard.CallerSlot) func(*error) {
 	c.inFlight.Add(1)
 	start := time.Now()
 	c.log.Trace(method[strings.LastIndexByte(method, '/')+1:] + " started")

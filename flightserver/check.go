@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -129,7 +130,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 			}
 		}
 		if repaired > 0 {
-			s.log.Info("check repaired a table", "table", n, "repairs", repaired, "version", ct.Version, "by", callerName(ctx))
+			s.log.Info("check repaired a table", "table", n, "repairs", repaired, "version", ct.Version, "by", guard.CallerName(ctx))
 		}
 		if !ct.OK {
 			s.log.Warn("check found problems", "table", n, "findings", len(ct.Findings)-repaired)

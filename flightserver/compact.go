@@ -6,6 +6,7 @@ package flightserver
 import (
 	"context"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -49,7 +50,7 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,
 			"outputs", rep.OutputSegments, "rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter,
-			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", callerName(ctx))
+			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", guard.CallerName(ctx))
 	}
 	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
 }

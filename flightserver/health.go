@@ -9,7 +9,6 @@ package flightserver
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -24,13 +23,6 @@ import (
 // FlightServiceName is the gRPC name of the Arrow Flight service. The
 // health service reports it beside "", the server as a whole.
 const FlightServiceName = "arrow.flight.protocol.FlightService"
-
-// healthMethods starts the full method name of every health call.
-const healthMethods = "/grpc.health.v1.Health/"
-
-// isHealthMethod reports whether method (a full gRPC method name) belongs
-// to the health service.
-func isHealthMethod(method string) bool { return strings.HasPrefix(method, healthMethods) }
 
 // healthServices are the service names the health service reports.
 var healthServices = []string{"", FlightServiceName}

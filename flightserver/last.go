@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -103,7 +104,7 @@ func (s *Service) maxResultSize() int {
 	if s.opts.MaxResultSize > 0 {
 		return s.opts.MaxResultSize
 	}
-	return DefaultMaxMsgSize
+	return guard.DefaultMaxMsgSize
 }
 
 // ipcStream encodes rec as a whole Arrow IPC stream: the schema, rec (even

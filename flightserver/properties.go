@@ -9,6 +9,7 @@ import (
 	"errors"
 	"maps"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -64,7 +65,7 @@ func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 					props[k] = val
 				}
 			}
-			s.log.Info("table properties set", "table", req.Table, "version", v, "properties", len(req.Properties), "by", callerName(ctx))
+			s.log.Info("table properties set", "table", req.Table, "version", v, "properties", len(req.Properties), "by", guard.CallerName(ctx))
 			return SetPropertiesResult{Table: req.Table, Version: v, Properties: props}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {

@@ -7,6 +7,7 @@ package flightserver
 import (
 	"context"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -52,7 +53,7 @@ func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table rolled back", "table", req.Table, "to", rep.TargetVersion, "from", rep.StartingVersion, "version", rep.CommittedVersion,
-			"removed", len(rep.Removed), "added", len(rep.Added), "rows_before", rep.RowsBefore, "rows_after", rep.RowsAfter, "by", callerName(ctx))
+			"removed", len(rep.Removed), "added", len(rep.Added), "rows_before", rep.RowsBefore, "rows_after", rep.RowsAfter, "by", guard.CallerName(ctx))
 	}
 	return RollbackResult{Table: req.Table, RollbackReport: *rep}, nil
 }

@@ -13,8 +13,22 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
+
+// Scopes is the Flight service's classifier of calls for Auth:
+// which methods, DoPut descriptors and actions need write scope.
+func Scopes() guard.Classifier { return scopes{} }
+
+type scopes struct{}
+
+func (scopes) Method(fullMethod string) (string, bool)       { return classifyMethod(fullMethod) }
+func (scopes) Put(d *flight.FlightDescriptor) (string, bool) { return classifyPut(d) }
+func (scopes) Action(a *flight.Action) (string, bool)        { return classifyAction(a) }
+
+// flightService starts the full name of every Flight method.
+const flightService = "/" + FlightServiceName + "/"
 
 // readMethods are the Flight methods that never write, whatever they carry.
 var readMethods = map[string]bool{
@@ -59,11 +73,7 @@ var readActions = map[string]bool{
 // classifyMethod says whether a method needs write scope whatever its
 // messages (DoPut and DoAction are judged by their first message instead).
 func classifyMethod(method string) (what string, write bool) {
-	return methodName(method), !readMethods[method]
-}
-
-func methodName(method string) string {
-	return method[strings.LastIndexByte(method, '/')+1:]
+	return guard.MethodName(method), !readMethods[method]
 }
 
 // sqlCommandPrefix starts the type URL of every Flight SQL command.

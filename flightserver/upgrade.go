@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -49,7 +50,7 @@ func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	}
 	if !rep.DryRun {
 		s.log.Info("table upgraded", "table", req.Table, "converted_commits", rep.ConvertedCommits, "backup", rep.Backup,
-			"version", rep.CommittedVersion, "by", callerName(ctx))
+			"version", rep.CommittedVersion, "by", guard.CallerName(ctx))
 	}
 	return UpgradeResult{Table: req.Table, UpgradeReport: *rep}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -114,7 +115,7 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if rep.Applied {
-		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", callerName(ctx))
+		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", guard.CallerName(ctx))
 	}
 	out := VacuumResult{
 		Table: req.Table, Version: rep.Version, OlderThan: rep.OlderThan.UTC().Format(time.RFC3339Nano), Applied: rep.Applied,

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // endless is a query that would run for hours if left alone.
@@ -24,9 +24,9 @@ const endless = "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 
 // middleware and server options, as tsflight serve has), whose Flight SQL
 // server counts started queries in the gate; stopped records why each
 // waiting query was stopped.
-func gatedServer(t *testing.T, ttl time.Duration) (*sqlServer, *flightserver.Gate, *stopLog) {
+func gatedServer(t *testing.T, ttl time.Duration) (*sqlServer, *guard.Gate, *stopLog) {
 	t.Helper()
-	gate, err := flightserver.NewGate(nil)
+	gate, err := guard.NewGate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestUnfetchedQueryStopsWithConnection(t *testing.T) {
 // ahead fill the gate; beyond it GetFlightInfo still answers (the query
 // is not started ahead) and the DoGet runs it.
 func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
-	gate, err := flightserver.NewGate(&flightserver.Limits{MaxCalls: 3})
+	gate, err := guard.NewGate(&guard.Limits{MaxCalls: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

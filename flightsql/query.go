@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // stmtHandle is the statement handle inside a TicketStatementQuery: the
@@ -108,7 +109,7 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 				return nil, err
 			}
 			if rq.started() {
-				conn, _ := flightserver.ConnContext(ctx)
+				conn, _ := guard.ConnContext(ctx)
 				s.ready.put(h.ID, rq, conn)
 			}
 			return info, nil

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 	// GetFlightInfo starts ahead of its DoGet counts against its MaxCalls
 	// while it waits (when the gate is full the query is not started
 	// ahead; the DoGet runs it). nil: not counted.
-	Gate *flightserver.Gate
+	Gate *guard.Gate
 	// TicketTimeout is how long a query GetFlightInfo started ahead for
 	// its ticket waits for the DoGet (0 = 15 s). One not fetched by then
 	// is interrupted and freed, as it is when the connection that asked

@@ -105,6 +105,9 @@ var layerRules = []importRule{
 	{dir: "flightserver", why: "plain Flight never needs DuckDB", bad: isDuckDB},
 	{dir: "flightserver", why: "plain Flight never needs Flight SQL or the command", bad: moduleDir("flightsql", "cmd", "bench", "examples")},
 	{dir: "flightsql", why: "servers do not reach up to the command or the benchmarks", bad: moduleDir("cmd", "bench", "examples")},
+	{dir: "flightserver/guard", why: "the security layer knows no table and no service", bad: func(imp string) bool {
+		return imp == module+"/flightserver" || within(imp, "tableformat") || within(imp, "coverage")
+	}},
 }
 
 // violations lists, for every package, the rules it breaks.
@@ -178,6 +181,8 @@ func TestImportRulesCatch(t *testing.T) {
 		"flightsql → cmd":        {ImportPath: m("flightsql"), Deps: []string{m("cmd/tsflight")}},
 		"table → catalog":        {ImportPath: m("tableformat"), Deps: []string{m("tableformat/catalog")}},
 		"storage → table":        {ImportPath: m("tableformat/storage"), Deps: []string{m("tableformat")}},
+		"guard → the service":    {ImportPath: m("flightserver/guard"), Deps: []string{m("flightserver")}},
+		"guard → a table":        {ImportPath: m("flightserver/guard"), Deps: []string{m("tableformat/catalog")}},
 	}
 	for name, p := range cases {
 		got := violations(map[string]listedPackage{p.ImportPath: p}, layerRules)

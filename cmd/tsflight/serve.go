@@ -23,17 +23,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
 const (
 	defaultListen   = "127.0.0.1:8815"
-	defaultMsgSize  = flightserver.DefaultMaxMsgSize
+	defaultMsgSize  = guard.DefaultMaxMsgSize
 	defaultShutdown = 30 * time.Second
 	// headerAllowance is added to the message size flags: they bound a
 	// record batch's body, and the gRPC message also carries its IPC header
 	// and the FlightData framing.
-	headerAllowance = flightserver.MsgHeaderAllowance
+	headerAllowance = guard.MsgHeaderAllowance
 	// maxMsgSize keeps limit+allowance within gRPC's int32 message sizes.
 	maxMsgSize = 1<<31 - 1 - headerAllowance
 	// hardStopWait bounds the wait for cancelled calls after a hard stop.
@@ -179,7 +180,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		heapFloor:   flightserver.RecommendedHeapFloor,
 		maintMemory: flightserver.DefaultMaintenanceMemoryBytes,
 	}
-	lim := flightserver.DefaultLimits()
+	lim := guard.DefaultLimits()
 	fs := newFlagSet(serveCmd)
 	fs.StringVar(&cfg.root, "root", "", "`directory` holding the tables (created if missing; required)")
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "`address` to listen on; port 0 picks a free port")
@@ -285,7 +286,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 // that the builds with and without Flight SQL share one withSQL
 // signature (a binary without SQL ignores them).
 type sqlSettings struct {
-	gate          *flightserver.Gate
+	gate          *guard.Gate
 	metrics       *flightserver.Metrics // nil: no --http, no metrics
 	memoryLimit   int64                 // bytes; 0 = flightsql's default
 	preparedBytes int64                 // bytes; 0 = flightsql's default
@@ -306,8 +307,8 @@ func sqlSettingsFrom(ctx context.Context) *sqlSettings {
 }
 
 // limits returns the gRPC limits the flags ask for.
-func (cfg *serveConfig) limits() *flightserver.Limits {
-	l := flightserver.DefaultLimits()
+func (cfg *serveConfig) limits() *guard.Limits {
+	l := guard.DefaultLimits()
 	l.MaxRecvMsgSize = int(cfg.maxRecv)
 	l.MaxSendMsgSize = int(cfg.maxSend)
 	l.MaxStreamsPerConn = uint32(cfg.streamsPerConn)
@@ -350,7 +351,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	gate, err := flightserver.NewGate(cfg.limits())
+	gate, err := guard.NewGate(cfg.limits())
 	if err != nil {
 		lis.Close()
 		return err
