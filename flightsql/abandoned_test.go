@@ -12,7 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 )
@@ -218,3 +220,44 @@ func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestCancelledInfoKeepsNoQuery: a client that gives up during
+// GetFlightInfo, after the server started its query, gets CANCELLED, and
+// the started query is stopped then, not left for its ticket to expire.
+func TestCancelledInfoKeepsNoQuery(t *testing.T) {
+	s, gate, stops := gatedServer(t, time.Minute)
+	ctx := ctxT(t)
+	s.scalar(ctx, "SELECT 1")
+	base := runtime.NumGoroutine()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var hooked bool
+	s.sql.ready.beforePut = func(server context.Context) {
+		hooked = true
+		cancel() // the client gives up; wait until the server sees it
+		select {
+		case <-server.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the server's context did not end after the client cancelled")
+		}
+	}
+	_, err := s.client.Execute(cctx, endless)
+	s.sql.ready.beforePut = nil
+	if !hooked {
+		t.Fatal("the hook did not run: the query was not started ahead")
+	}
+	if status.Code(err) != codes.Canceled {
+		t.Fatalf("Execute cancelled during GetFlightInfo: %v, want Canceled", err)
+	}
+	waitFor(t, "the started query still counts", func() bool { return gate.InFlight() == 0 })
+	waitFor(t, "goroutines of the started query remain", func() bool { return runtime.NumGoroutine() <= base })
+	s.sql.ready.mu.Lock()
+	kept := len(s.sql.ready.m)
+	s.sql.ready.mu.Unlock()
+	if kept != 0 || len(stops.list()) != 0 {
+		t.Fatalf("%d queries kept, stops %v; want none kept (closed at once, not expired)", kept, stops.list())
+	}
+	if got := s.scalar(ctx, "SELECT 2"); got != "2" {
+		t.Fatalf("SELECT 2 = %s", got)
+	}
+}

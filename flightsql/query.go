@@ -108,6 +108,15 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 				rq.close()
 				return nil, err
 			}
+			if s.ready.beforePut != nil {
+				s.ready.beforePut(ctx)
+			}
+			if err := ctx.Err(); err != nil {
+				// The client gave up while the query was being started:
+				// no DoGet will come for it.
+				rq.close()
+				return nil, status.FromContextError(err).Err()
+			}
 			if rq.started() {
 				conn, _ := guard.ConnContext(ctx)
 				s.ready.put(h.ID, rq, conn)
