@@ -130,10 +130,6 @@ func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatc
 	return rdr.Err()
 }
 
-func (s *tsbsADBC) rows(ctx context.Context, q string) (testkit.Rows, error) {
-	return tsbsRowsOf(ctx, s, q)
-}
-
 // tsbsDuckDB is DuckDB used directly (Direct: the server's engine and
 // settings — UTC, file access confined to the root, Options.Threads, the
 // Parquet metadata cache as DefaultOptions has it — on one connection),
@@ -175,10 +171,6 @@ func (s *tsbsDuckDB) query(ctx context.Context, q string, fn func(arrow.RecordBa
 		fn(rdr.RecordBatch())
 	}
 	return rdr.Err()
-}
-
-func (s *tsbsDuckDB) rows(ctx context.Context, q string) (testkit.Rows, error) {
-	return tsbsRowsOf(ctx, s, q)
 }
 
 // tsbsSplit is tsflight through arrow-go's Flight SQL client, timing
@@ -330,11 +322,11 @@ func BenchmarkTSBSQueries(b *testing.B) {
 	figs := map[string]*tsbsFigures{}
 	want := map[string]testkit.Rows{}
 	for _, q := range qs {
-		w, err := duck.rows(ctx, q.SQL)
+		w, err := tsbsRowsOf(ctx, duck, q.SQL)
 		if err != nil {
 			b.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
 		}
-		got, err := ts.rows(ctx, q.SQL)
+		got, err := tsbsRowsOf(ctx, ts, q.SQL)
 		if err != nil {
 			b.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
 		}

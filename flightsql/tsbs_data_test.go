@@ -380,11 +380,11 @@ func TestTSBSQueriesAgree(t *testing.T) {
 	duck := newTSBSDuckDB(t, root, tsbsSegmentFiles(t, root), threads)
 	ctx := context.Background()
 	for _, q := range p.Queries("cpu") {
-		want, err := duck.rows(ctx, q.SQL)
+		want, err := tsbsRowsOf(ctx, duck, q.SQL)
 		if err != nil {
 			t.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
 		}
-		got, err := ts.rows(ctx, q.SQL)
+		got, err := tsbsRowsOf(ctx, ts, q.SQL)
 		if err != nil {
 			t.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
 		}
