@@ -16,13 +16,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // adbcQuery runs q through an ADBC connection, reading every batch; with
 // keep it returns the canonical rows.
-func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string, keep bool) (rows, int64, error) {
+func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string, keep bool) (testkit.Rows, int64, error) {
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
 		return nil, 0, err
@@ -36,7 +37,7 @@ func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string, keep bool) (
 		return nil, 0, err
 	}
 	defer rdr.Release()
-	return readResult(rdr, keep)
+	return testkit.ReadRows(rdr, keep)
 }
 
 // segmentFiles lists the live Parquet segments of the benchmark table.
@@ -80,7 +81,7 @@ func (b *bench) sql(ctx context.Context) error {
 	}
 	defer duck.stop()
 	srvPid, duckPid := b.srv.cmd.Process.Pid, duck.cmd.Process.Pid
-	answers := map[string]rows{}
+	answers := map[string]testkit.Rows{}
 	var perr error
 	for _, q := range qs {
 		// The warm runs, which also give the answers to compare.
@@ -93,7 +94,7 @@ func (b *bench) sql(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: DuckDB: %w", q.Name, err)
 		}
-		if diff := res.diff(fromJSON(got.Result)); diff != "" {
+		if diff := res.Diff(testkit.FromJSON(got.Result)); diff != "" {
 			perr = errors.Join(perr, fmt.Errorf("%s: tsflight and DuckDB differ: %s", q.Name, diff))
 		}
 		ts := &measurement{Group: "sql", Workload: q.Name, System: "tsflight", Note: "ADBC Go driver; CPU is the server's"}
@@ -144,7 +145,7 @@ func (b *bench) sql(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("the package has no answer for %s", q.Name)
 		}
-		if diff := answers[q.Name].diff(fromJSON(p.Result)); diff != "" {
+		if diff := answers[q.Name].Diff(testkit.FromJSON(p.Result)); diff != "" {
 			perr = errors.Join(perr, fmt.Errorf("%s: tsflight and the package differ: %s", q.Name, diff))
 		}
 		b.r.add(&measurement{Group: "sql", Workload: q.Name, System: pkgName, Times: p.TimesS, Rows: p.Rows, RSS: rss, Note: "Session.sql"})
@@ -163,14 +164,14 @@ type duckCopyResult struct {
 // lastAction times the Flight action last (every host's newest row, from
 // the table's last-value index) and checks its rows against lastpoint's
 // answer (want; nil when lastpoint is not among the queries).
-func (b *bench) lastAction(ctx context.Context, want rows) error {
+func (b *bench) lastAction(ctx context.Context, want testkit.Rows) error {
 	req := map[string]any{"table": table}
 	got, n, err := lastRows(ctx, b.client, req, true)
 	if err != nil {
 		return err
 	}
 	if want != nil {
-		if diff := got.diff(want); diff != "" {
+		if diff := got.Diff(want); diff != "" {
 			return fmt.Errorf("last: the action and lastpoint differ: %s", diff)
 		}
 	}
@@ -188,7 +189,7 @@ func (b *bench) lastAction(ctx context.Context, want rows) error {
 
 // lastRows runs the action last and reads the Arrow IPC stream of its
 // result; with keep it returns the canonical rows.
-func lastRows(ctx context.Context, c flight.Client, req any, keep bool) (rows, int64, error) {
+func lastRows(ctx context.Context, c flight.Client, req any, keep bool) (testkit.Rows, int64, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, 0, err
@@ -213,5 +214,5 @@ func lastRows(ctx context.Context, c flight.Client, req any, keep bool) (rows, i
 		return nil, 0, fmt.Errorf("last: the result is not an Arrow IPC stream: %w", err)
 	}
 	defer rdr.Release()
-	return readResult(rdr, keep)
+	return testkit.ReadRows(rdr, keep)
 }

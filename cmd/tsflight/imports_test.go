@@ -108,6 +108,7 @@ var layerRules = []importRule{
 	{dir: "flightserver/guard", why: "the security layer knows no table and no service", bad: func(imp string) bool {
 		return imp == module+"/flightserver" || within(imp, "tableformat") || within(imp, "coverage")
 	}},
+	{dir: "internal/testkit", why: "every package's tests may use the test kit, so it imports none of them", bad: moduleDir("coverage", "tableformat", "flightserver", "flightsql", "cmd", "examples")},
 }
 
 // violations lists, for every package, the rules it breaks.
@@ -183,6 +184,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"storage → table":        {ImportPath: m("tableformat/storage"), Deps: []string{m("tableformat")}},
 		"guard → the service":    {ImportPath: m("flightserver/guard"), Deps: []string{m("flightserver")}},
 		"guard → a table":        {ImportPath: m("flightserver/guard"), Deps: []string{m("tableformat/catalog")}},
+		"test kit → the table":   {ImportPath: m("internal/testkit"), Deps: []string{m("bench/tsbs"), m("tableformat")}},
 	}
 	for name, p := range cases {
 		got := violations(map[string]listedPackage{p.ImportPath: p}, layerRules)
