@@ -56,6 +56,18 @@ func createExample(ctx context.Context) *tableformat.Table {
 	return tb
 }
 
+// filledExample is createExample's table after one append: host a at
+// minutes 0, 1 and 2, host b at minutes 0 and 2.
+func filledExample(ctx context.Context) *tableformat.Table {
+	tb := createExample(ctx)
+	rdr := exampleRows(memory.DefaultAllocator, map[string][]int{"a": {0, 1, 2}, "b": {0, 2}})
+	defer rdr.Release()
+	if _, err := tb.Append(ctx, rdr, nil); err != nil {
+		log.Fatal(err)
+	}
+	return tb
+}
+
 // A table is created with its index: a timestamp column, the entity
 // columns that tell series apart, and the interval each row stands for.
 func ExampleCreate() {
@@ -92,12 +104,7 @@ func ExampleTable_Append() {
 // A scan reads a snapshot: here one host's rows from minute 1 on.
 func ExampleTable_Scan() {
 	ctx := context.Background()
-	tb := createExample(ctx)
-	rdr := exampleRows(memory.DefaultAllocator, map[string][]int{"a": {0, 1, 2}, "b": {0, 2}})
-	defer rdr.Release()
-	if _, err := tb.Append(ctx, rdr, nil); err != nil {
-		log.Fatal(err)
-	}
+	tb := filledExample(ctx)
 	from := tableformat.TimeValue(exampleStart.Add(time.Minute))
 	out, err := tb.Scan(ctx, tb.State(), tableformat.ScanOptions{
 		Start:    &from,
@@ -127,12 +134,7 @@ func ExampleTable_Scan() {
 // host b has no row for minute 1.
 func ExampleTable_Coverage() {
 	ctx := context.Background()
-	tb := createExample(ctx)
-	rdr := exampleRows(memory.DefaultAllocator, map[string][]int{"a": {0, 1, 2}, "b": {0, 2}})
-	defer rdr.Release()
-	if _, err := tb.Append(ctx, rdr, nil); err != nil {
-		log.Fatal(err)
-	}
+	tb := filledExample(ctx)
 	st := tb.State()
 	q := tableformat.CoverageQuery{Start: tableformat.TimeValue(exampleStart), End: tableformat.TimeValue(exampleStart.Add(3 * time.Minute))}
 	rep, err := tb.Coverage(ctx, st, q)
