@@ -1,0 +1,75 @@
+package tableformat
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/coverage"
+)
+
+// The coverage of an append with one string entity column (addByName)
+// holds the pairs, the duplicate count and the first duplicate's
+// description that adding row by row to a coverage.Set gives, over
+// several batches, with a value that is not UTF-8 (skipped by both), and
+// with its name table broken (probes of one slot).
+func TestCoverageAddByNameMatchesSetAdd(t *testing.T) {
+	for _, probe := range []int{maxProbe, 1} {
+		t.Run(fmt.Sprintf("maxProbe=%d", probe), func(t *testing.T) {
+			defer func(v int) { maxProbe = v }(maxProbe)
+			maxProbe = probe
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			spec := tsbsIndex()
+			schema := arrow.NewSchema([]arrow.Field{{Name: "hostname", Type: arrow.BinaryTypes.String}}, nil)
+			er := entityReader{cols: []int{0}, types: []EntityType{EntityUtf8}, names: []string{"hostname"}}
+			got := newSegmentCoverage(&spec, true)
+			want := coverage.NewEntity()
+			var wantDups uint64
+			var wantExample, gotExample string
+			var gotDups uint64
+			for batch := range 3 {
+				b := array.NewStringBuilder(mem)
+				var ids []uint64
+				for row := range 2000 {
+					name := fmt.Sprintf("host_%d", (row*7+batch)%301)
+					if row == 1500 {
+						name = "bad\xff" // refused by the set: no coverage
+					}
+					id := uint64(batch*10 + row/301)
+					if batch == 2 && row%500 == 0 {
+						id = uint64(row / 301) // rows batch 0 already holds
+					}
+					b.Append(name)
+					ids = append(ids, id)
+					already, err := want.Add(coverage.Identity{coverage.Utf8(name)}, id)
+					if err == nil && already {
+						if wantDups == 0 {
+							wantExample = got.describe(coverage.Identity{coverage.Utf8(name)}, id)
+						}
+						wantDups++
+					}
+				}
+				col := b.NewArray()
+				b.Release()
+				rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+				col.Release()
+				dups, example := got.add(er, rec, ids)
+				rec.Release()
+				if dups > 0 && gotDups == 0 {
+					gotExample = example
+				}
+				gotDups += dups
+			}
+			if !got.set.Equal(want) {
+				t.Fatalf("coverage differs from adding row by row: %d identities, want %d", got.set.Len(), want.Len())
+			}
+			if wantDups == 0 || gotDups != wantDups || gotExample != wantExample {
+				t.Fatalf("duplicates %d (%q), want %d (%q)", gotDups, gotExample, wantDups, wantExample)
+			}
+		})
+	}
+}
