@@ -334,8 +334,8 @@ var preflushPages = true
 // file is the same. A column with nothing buffered (its last write
 // filled a page) is left alone: a cut there would add an empty page.
 func (w *segmentWriter) cutPages() error {
-	if !preflushPages {
-		return nil
+	if !preflushPages || w.stop.Load() {
+		return nil // an aborted segment is discarded: Close alone will do
 	}
 	return w.eachColumn(func(i int, _ *[]int16) error {
 		cw, err := w.rgw.Column(i)
