@@ -58,10 +58,19 @@ func (c *segmentCoverage) ids(idx arrow.Array, ir indexReader, column string) ([
 	var err error
 	switch ir.typ {
 	case IndexTimestamp:
+		// Rows often come in runs of one timestamp (every host's row of
+		// one instant, time-major): a run's id is computed once.
+		var prev int64
+		var prevID uint64
 		for i, v := range idx.(*array.Timestamp).TimestampValues() {
+			if i > 0 && int64(v) == prev {
+				out[i] = prevID
+				continue
+			}
 			if out[i], err = c.domain.TimestampID(int64(v), ir.unitsPerSecond); err != nil {
 				return nil, invalidf("index column %q: value %d at row %d of the batch is outside the supported time range", column, int64(v), i)
 			}
+			prev, prevID = int64(v), out[i]
 		}
 	case IndexInt64:
 		for i, v := range idx.(*array.Int64).Int64Values() {

@@ -73,3 +73,35 @@ func TestCoverageAddByNameMatchesSetAdd(t *testing.T) {
 		})
 	}
 }
+
+// The interval ids of a timestamp index, computed once per run of equal
+// values, are those of each row computed alone.
+func TestCoverageTimestampIDsInRuns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	spec := tsbsIndex()
+	c := newSegmentCoverage(&spec, true)
+	ir := indexReader{typ: IndexTimestamp, unitsPerSecond: 1e9}
+	b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Nanosecond})
+	var raw []int64
+	for _, v := range []int64{5e9, 5e9, 5e9, 25e9, 25e9, 15e9, 5e9, -1, -1, 0, 0, 1e18} {
+		raw = append(raw, v)
+		b.Append(arrow.Timestamp(v))
+	}
+	arr := b.NewArray()
+	b.Release()
+	defer arr.Release()
+	ids, err := c.ids(arr, ir, "time")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range raw {
+		want, err := c.domain.TimestampID(v, 1e9)
+		if err != nil || ids[i] != want {
+			t.Fatalf("row %d (%d): id %d, want %d (%v)", i, v, ids[i], want, err)
+		}
+	}
+	if ids[0] == ids[3] || ids[3] == ids[5] || ids[7] == ids[9] {
+		t.Fatalf("distinct 10 s intervals share ids: %v", ids)
+	}
+}
