@@ -14,8 +14,10 @@ import (
 // The coverage of an append with one string entity column (addByName)
 // holds the pairs, the duplicate count and the first duplicate's
 // description that adding row by row to a coverage.Set gives, over
-// several batches, with a value that is not UTF-8 (skipped by both), and
-// with its name table broken (probes of one slot).
+// several batches, with duplicates of rows of an earlier batch and of the
+// same batch (whose ids wait to be added in bulk), with a value that is
+// not UTF-8 (skipped by both), and with its name table broken (probes of
+// one slot).
 func TestCoverageAddByNameMatchesSetAdd(t *testing.T) {
 	for _, probe := range []int{maxProbe, 1} {
 		t.Run(fmt.Sprintf("maxProbe=%d", probe), func(t *testing.T) {
@@ -42,6 +44,11 @@ func TestCoverageAddByNameMatchesSetAdd(t *testing.T) {
 					id := uint64(batch*10 + row/301)
 					if batch == 2 && row%500 == 0 {
 						id = uint64(row / 301) // rows batch 0 already holds
+					}
+					if batch == 1 && (row == 1000 || row == 1700) {
+						// The pair of an earlier row of this batch, its id
+						// not added to the bitmap yet (pending).
+						name, id = fmt.Sprintf("host_%d", ((row-1)*7+batch)%301), ids[row-1]
 					}
 					b.Append(name)
 					ids = append(ids, id)
