@@ -112,3 +112,32 @@ func TestCoverageTimestampIDsInRuns(t *testing.T) {
 		t.Fatalf("distinct 10 s intervals share ids: %v", ids)
 	}
 }
+
+// BenchmarkCoverageAddTSBS is an append's coverage of 100,000 TSBS rows
+// (1,000 hosts × 100 instants, time-major, in batches of 64 Ki rows):
+// interval ids and per-host bitmaps, as streamStats.observe computes them.
+func BenchmarkCoverageAddTSBS(b *testing.B) {
+	mem := memory.DefaultAllocator
+	batches := tsbsBatches(mem, 1, benchHosts, 0, benchSteps, 1<<16)
+	defer releaseBatches(batches)
+	spec := tsbsIndex()
+	schema, err := LogicalFromArrow(tsbsSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := &State{Meta: &TableMeta{Index: &spec, Schema: schema}}
+	ir, er := newIndexReader(st, schema), newEntityReader(st, schema)
+	for b.Loop() {
+		c := newSegmentCoverage(&spec, true)
+		for _, rec := range batches {
+			ids, err := c.ids(rec.Column(ir.col), ir, "time")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if dups, _ := c.add(er, rec, ids); dups != 0 {
+				b.Fatal(dups)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchHosts*benchSteps), "ns/row")
+}
