@@ -84,6 +84,15 @@ func (s *Set) Add(ident Identity, id uint64) (already bool, err error) {
 	return !bm.CheckedAdd(id), nil
 }
 
+// AddTo returns the bitmap that holds ident's coverage, creating the
+// identity when absent: bm.CheckedAdd(id) is then Add(ident, id) without
+// looking the identity up again, for a caller that adds the ids of many
+// rows. The bitmap belongs to s; it stays valid until s is next changed
+// by anything but adds to it.
+func (s *Set) AddTo(ident Identity) (*roaring64.Bitmap, error) {
+	return s.bitmapFor(ident, true)
+}
+
 // AddRange records every id of r for ident.
 func (s *Set) AddRange(ident Identity, r Range) error {
 	if err := r.valid(); err != nil {

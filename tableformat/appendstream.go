@@ -205,35 +205,72 @@ func (a *appendAttempt) writeSegment(ctx context.Context, st *State, rdr array.R
 	if err != nil {
 		return SegmentMeta{}, err
 	}
-	size, err := w.finish()
+	// The coverage is complete: its sidecar is encoded and written
+	// (fsynced) on its own goroutine while the segment's last batch is
+	// encoded, its footer written and the file fsynced. The commit that
+	// names both follows only once both files, and their directory
+	// entries, are durable.
+	a.segCov = stats.cov
+	early := len(st.Segments) > 0 // a new table's directories are made after the files
+	side := goJob(func() error { return a.writeSegmentSidecar(early) })
+	defer side.wait() // on every return: no goroutine outlives the append
+	size, err := w.flush()
+	if err == nil {
+		err = w.syncClose()
+	}
+	if err == nil && early {
+		if err = a.t.fs.SyncDir(appendDir); err != nil {
+			err = storageErr("sync "+appendDir, err)
+		}
+	}
+	if serr := side.wait(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return SegmentMeta{}, err
 	}
-	if err := a.t.fs.SyncDir(appendDir); err != nil {
-		return SegmentMeta{}, storageErr("sync "+appendDir, err)
-	}
-	if len(st.Segments) == 0 {
+	if !early {
 		if err := makeTableDirs(a.t.fs); err != nil {
 			return SegmentMeta{}, err
 		}
+		var appErr, covErr error
+		both(func() { appErr = a.t.fs.SyncDir(appendDir) }, func() { covErr = a.t.fs.SyncDir(segmentCoverageDir) })
+		if appErr != nil {
+			return SegmentMeta{}, storageErr("sync "+appendDir, appErr)
+		}
+		if covErr != nil {
+			return SegmentMeta{}, storageErr("sync "+segmentCoverageDir, covErr)
+		}
 	}
 	lo, hi := stats.bounds(ir)
-	seg := SegmentMeta{
-		Path:     a.segPath,
-		Format:   FormatParquet,
-		Layout:   stats.cov.layout(),
-		IndexMin: lo,
-		IndexMax: hi,
-		RowCount: stats.rows,
-		FileSize: &size,
+	return SegmentMeta{
+		Path:         a.segPath,
+		Format:       FormatParquet,
+		Layout:       stats.cov.layout(),
+		IndexMin:     lo,
+		IndexMax:     hi,
+		RowCount:     stats.rows,
+		FileSize:     &size,
+		CoveragePath: a.segCovPath,
+	}, nil
+}
+
+// writeSegmentSidecar writes the coverage sidecar of a.segCov durably and
+// records its path for cleanup; with syncDir it also syncs its directory
+// (a new table's directories are made and synced after its files).
+func (a *appendAttempt) writeSegmentSidecar(syncDir bool) error {
+	name, data := a.segCov.encodeSegment(a.attempt)
+	p := path.Join(segmentCoverageDir, name+".roar")
+	if err := a.t.log.writeDurable(p, data); err != nil {
+		return err
 	}
-	a.segCov = stats.cov
-	name, data := stats.cov.encodeSegment(a.attempt)
-	if seg.CoveragePath, err = a.writeSidecar(segmentCoverageDir, "", name, data); err != nil {
-		return SegmentMeta{}, err
+	a.segCovPath = p
+	if syncDir {
+		if err := a.t.fs.SyncDir(segmentCoverageDir); err != nil {
+			return storageErr("sync "+segmentCoverageDir, err)
+		}
 	}
-	a.segCovPath = seg.CoveragePath
-	return seg, nil
+	return nil
 }
 
 // consumeStream reads rdr to its end, computing each batch's coverage

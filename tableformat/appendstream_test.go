@@ -90,25 +90,46 @@ func streamTable(t *testing.T, fsys storage.FS, mem memory.Allocator) {
 	}
 }
 
-var uuidName = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|tmp-[0-9a-f]{16}`)
+var uuidName = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|tmp-[0-9a-f]{16}|[0-9a-f]{16}\.tmp`)
 
 func normalizeUUID(s string) string { return uuidName.ReplaceAllString(s, "X") }
 
 // TestStreamedAppendCrashAtEveryStep crashes a streamed append before and
 // after each storage call it makes (the segment's writes from the
-// background encoding among them) and checks what a power loss leaves:
-// the table opens, holds the append either whole or not at all (whole when
-// it was acknowledged), and takes the next append.
+// background encoding among them, and the sidecar's, written at once with
+// the segment's last encoding and fsync) and checks what a power loss
+// leaves: the table opens, holds the append either whole or not at all
+// (whole when it was acknowledged), and takes the next append. It does so
+// for a table holding a segment and for a new table, whose first append
+// also makes and syncs the table's directories.
 func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
+	t.Run("existing", func(t *testing.T) { streamedAppendCrashes(t, false) })
+	t.Run("new", func(t *testing.T) { streamedAppendCrashes(t, true) })
+}
+
+// streamedAppendCrashes is TestStreamedAppendCrashAtEveryStep on a table
+// at version 2 holding batch 0 or, fresh, a new table at version 1.
+func streamedAppendCrashes(t *testing.T, fresh bool) {
 	smallSegmentBuffers(t)
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
+	setup := func(fsys storage.FS, mem memory.Allocator) {
+		if !fresh {
+			streamTable(t, fsys, mem)
+		} else if _, err := Create(ctx, fsys, CreateOptions{Index: crashIndex()}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := uint64(2) // the version before the append
+	if fresh {
+		base = 1
+	}
 
 	// The trace of one streamed append.
-	base := storage.NewMem()
-	streamTable(t, base, mem)
-	ffs := storage.NewFaultFS(base)
+	basefs := storage.NewMem()
+	setup(basefs, mem)
+	ffs := storage.NewFaultFS(basefs)
 	tb, err := Open(ctx, ffs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +163,7 @@ func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 				defer mem.AssertSize(t, 0)
 				fsys := storage.NewMem()
-				streamTable(t, fsys, mem)
+				setup(fsys, mem)
 				ffs := storage.NewFaultFS(fsys)
 				tb, err := Open(ctx, ffs, nil)
 				if err != nil {
@@ -169,22 +190,22 @@ func TestStreamedAppendCrashAtEveryStep(t *testing.T) {
 					t.Fatalf("the table does not open after the crash: %v", err)
 				}
 				v := re.State().Version
-				if v != 2 && v != 3 || aerr == nil && v != 3 {
+				if v != base && v != base+1 || aerr == nil && v != base+1 {
 					t.Fatalf("version %d after the crash (append: %v)", v, aerr)
 				}
 				counts, err := batchCounts(t, ctx, re, mem)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if counts[0] != crashRows {
+				if !fresh && counts[0] != crashRows {
 					t.Fatalf("batch 0 has %d rows, want %d", counts[0], crashRows)
 				}
 				for id := int64(1); id <= streamBatches; id++ {
-					if want := map[bool]int{false: 0, true: streamBatchRows}[v == 3]; counts[id] != want {
+					if want := map[bool]int{false: 0, true: streamBatchRows}[v == base+1]; counts[id] != want {
 						t.Fatalf("version %d: batch %d has %d rows, want %d (the append must be whole or absent)", v, id, counts[id], want)
 					}
 				}
-				seen[v == 3]++
+				seen[v == base+1]++
 				res, err := appendCrashBatch(ctx, re, mem, 1+streamBatches)
 				if err != nil || res.Version != v+1 {
 					t.Fatalf("the next append: %v, %v", res, err)

@@ -152,8 +152,10 @@ func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
 		}
 		return b
 	}
-	nb := a.Allocate(size)
-	copy(nb, b)
+	// Only the bytes past the old contents need clearing (a growing
+	// dictionary encoder's index buffer cleared whole each time it grew).
+	nb := a.allocateUninit(size)
+	clear(nb[copy(nb, b):])
 	a.Free(b)
 	return nb
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -51,7 +50,7 @@ func newDictFrontEnd(t arrow.DataType, compressed bool) dictFrontEnd {
 	}
 	switch t.ID() {
 	case arrow.STRING:
-		return &stringDict{ids: make(map[string]int32)}
+		return &stringDict{ids: newStrIDs()}
 	case arrow.INT64: // not timestamps: pqarrow may convert their unit
 		return &int64Dict{}
 	}
@@ -161,14 +160,14 @@ func countValues(ps metadata.TypedStatistics, n int) {
 	ps.IncNumValues(int64(n))
 }
 
-// stringDict is the front end of a string column.
+// stringDict is the front end of a string column. Its ids are kept in a
+// strIDs table (strids.go): a Go map cost twice as much per lookup.
 type stringDict struct {
 	dictState
-	ids    map[string]int32
-	values []string // by id
-	arr    *array.String
-	seen   []uint32 // seen[id] == gen: id occurs in the current chunk
-	gen    uint32
+	ids  *strIDs
+	arr  *array.String
+	seen []uint32 // seen[id] == gen: id occurs in the current chunk
+	gen  uint32
 }
 
 func (d *stringDict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.ColumnChunkWriter, arr arrow.Array, levels []int16, nullable bool) error {
@@ -180,10 +179,14 @@ func (d *stringDict) write(arrProps *pqarrow.ArrowWriterProperties, cw file.Colu
 	return d.dictState.write(d, arrProps, cw, arr, levels, nullable)
 }
 
-func (d *stringDict) distinct() int { return len(d.values) }
+func (d *stringDict) distinct() int { return d.ids.Len() }
 
 func (d *stringDict) lookup(st *dictState, s, e int) bool {
 	arr, ids := d.arr, d.ids
+	if ids.broken {
+		st.off = true // rows from here go the dense way
+		return false
+	}
 	if arr.NullN() > 0 {
 		for i := s; i < e; i++ {
 			if arr.IsNull(i) {
@@ -193,7 +196,7 @@ func (d *stringDict) lookup(st *dictState, s, e int) bool {
 	}
 	idx := st.idx[:0]
 	for i := s; i < e; i++ {
-		id, ok := ids[arr.Value(i)]
+		id, ok := ids.find(arr.Value(i))
 		if !ok {
 			return false
 		}
@@ -203,16 +206,20 @@ func (d *stringDict) lookup(st *dictState, s, e int) bool {
 	return true
 }
 
+// learn adds the new values; if the table refuses one (a probe ran too
+// long: input built to collide), lookups stop and the rest of the chunk
+// goes the dense way.
 func (d *stringDict) learn(s, e int) {
 	for i := s; i < e; i++ {
 		if d.arr.IsNull(i) {
 			continue
 		}
 		v := d.arr.Value(i)
-		if _, ok := d.ids[v]; !ok {
-			v = strings.Clone(v)
-			d.ids[v] = int32(len(d.values))
-			d.values = append(d.values, v)
+		if _, ok := d.ids.find(v); !ok {
+			if _, ok := d.ids.add(v); !ok {
+				d.off = true
+				return
+			}
 		}
 	}
 }
@@ -225,21 +232,21 @@ func (d *stringDict) stats(st *dictState, ps metadata.TypedStatistics, s, e int)
 	if ps == nil {
 		return raw, nil
 	}
-	if len(d.seen) < len(d.values) {
-		d.seen = append(d.seen, make([]uint32, len(d.values)-len(d.seen))...)
+	if n := d.ids.Len(); len(d.seen) < n {
+		d.seen = append(d.seen, make([]uint32, n-len(d.seen))...)
 	}
 	d.gen++
 	if d.gen == 0 { // wrapped: forget every stamp
 		clear(d.seen)
 		d.gen = 1
 	}
-	lo, hi := d.values[st.idx[0]], d.values[st.idx[0]]
+	lo, hi := d.ids.key(st.idx[0]), d.ids.key(st.idx[0])
 	for _, id := range st.idx {
 		if d.seen[id] == d.gen {
 			continue
 		}
 		d.seen[id] = d.gen
-		if v := d.values[id]; v < lo {
+		if v := d.ids.key(id); v < lo {
 			lo = v
 		} else if v > hi {
 			hi = v

@@ -247,3 +247,33 @@ func releaseBatches(batches []arrow.RecordBatch) {
 		b.Release()
 	}
 }
+
+// Cutting every column's last page in parallel before a row group closes
+// (cutPages) writes the file that closing the row group alone writes: the
+// same pages in the same order, for chunks of dictionary indices, chunks
+// that fell back to plain, chunks with nulls, without compression, and row
+// groups cut by rows and by bytes.
+func TestCutPagesSameFile(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
+	defer releaseBatches(batches)
+	for _, c := range []struct {
+		rg, bytes int64
+		codec     compress.Compression
+	}{{1 << 20, 0, compress.Codecs.Zstd}, {50000, 0, compress.Codecs.Zstd}, {4096, 0, compress.Codecs.Snappy}, {50000, 0, compress.Codecs.Uncompressed}, {1 << 20, 1 << 20, compress.Codecs.Zstd}} {
+		t.Run(fmt.Sprintf("rowgroup=%d,bytes=%d,%s", c.rg, c.bytes, c.codec), func(t *testing.T) {
+			opts := DefaultAppendOptions()
+			opts.Compression = c.codec
+			opts.MaxRowsPerRowGroup = c.rg
+			opts.MaxBytesPerRowGroup = c.bytes
+			cut := writeSegmentBytes(t, batches, true, opts)
+			func() {
+				defer func(v bool) { preflushPages = v }(preflushPages)
+				preflushPages = false
+				sameSegment(t, writeSegmentBytes(t, batches, true, opts), cut)
+			}()
+			checkSegmentRoundTrip(t, cut, batches)
+		})
+	}
+}
