@@ -1,0 +1,384 @@
+package tableformat
+
+import (
+	"container/list"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The scan cache: decoded columns of segments, kept so that reading a
+// table again skips decoding its Parquet (ScanOptions.Cache).
+//
+// What is cached is what a segment's decoder hands to the row filter: for
+// one segment file, one set of row groups read whole, one decode batch
+// size and one column, the column's arrays batch by batch, already in
+// the canonical type. Projection, the range and entity filters and
+// batching run on every read as they do on decoded arrays, so an answer
+// served from the cache is the answer the decoder gives, batch for batch.
+// Reads that decode only part of a segment (a range that cuts into its
+// row groups: the index column locates the span first) neither fill nor
+// use the cache.
+//
+// An entry names the file by the table's creation time, the segment's
+// path, and the file's size and modification time as Stat reports them
+// before the file is opened. Segment files are never rewritten (their
+// names are random), so an entry never goes stale: a segment vacuumed
+// away, or the segments of a table dropped and created again under the
+// same name (new creation time, new paths), are simply never asked for
+// again and age out. A file replaced behind the table's back has another
+// size or time and misses.
+//
+// Memory: the cache allocates the arrays it fills from its own account
+// over the allocator it was given, bounded by the cache's size in bytes;
+// the least recently used entries are dropped to make room, and a segment
+// whose columns would not fit at all is not cached. Arrays are shared by
+// reference count and never changed: dropping an entry only drops the
+// cache's reference, so a stream that still sends a batch of it keeps it
+// alive. A scan that passes cached arrays on charges their bytes to its
+// own allocator while its batch is held, when that allocator is a
+// [SharedHolder] (a server's per-stream account), so that stream budgets
+// still bound what streams hold. Close drops every entry.
+
+// ScanCache is a bounded cache of decoded segment columns shared by scans
+// (ScanOptions.Cache). It is safe for concurrent use.
+type ScanCache struct {
+	limit int64
+	mem   *scanCacheAlloc
+
+	mu     sync.Mutex
+	lru    list.List // of *scanCacheEntry, most recently used first
+	items  map[scanCacheKey]*list.Element
+	bytes  int64
+	closed bool
+
+	hits, misses, evictions, rejected atomic.Int64
+}
+
+// ScanCacheStats is what a ScanCache holds and did.
+type ScanCacheStats struct {
+	// Limit is the bound in bytes.
+	Limit int64
+	// Bytes is what the entries hold (their arrays' buffers); Entries
+	// counts them (one per segment, row-group set and column).
+	Bytes, Entries int64
+	// Allocated is what the cache's allocator has handed out and not got
+	// back: its entries, the arrays of entries dropped that streams still
+	// send, and segments being decoded into it.
+	Allocated int64
+	// Hits and Misses count segment reads that could use the cache: a hit
+	// found every column it reads.
+	Hits, Misses int64
+	// Evictions counts entries dropped to make room; Rejected counts
+	// segments not cached because their columns would not fit.
+	Evictions, Rejected int64
+}
+
+// NewScanCache returns a cache of at most limit bytes whose arrays come
+// from base (nil: the scan pool, as scans without an allocator use).
+// limit must be positive.
+func NewScanCache(limit int64, base memory.Allocator) *ScanCache {
+	if base == nil {
+		base = scanPool
+	}
+	return &ScanCache{limit: limit, mem: &scanCacheAlloc{base: base}, items: map[scanCacheKey]*list.Element{}}
+}
+
+// Stats returns the cache's figures now.
+func (c *ScanCache) Stats() ScanCacheStats {
+	c.mu.Lock()
+	bytes, entries := c.bytes, int64(len(c.items))
+	c.mu.Unlock()
+	return ScanCacheStats{
+		Limit: c.limit, Bytes: bytes, Entries: entries, Allocated: c.mem.held.Load(),
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Rejected: c.rejected.Load(),
+	}
+}
+
+// Close drops every entry and makes the cache keep nothing from now on
+// (scans still run, decoding). Arrays that streams still hold are freed
+// when they release them.
+func (c *ScanCache) Close() {
+	c.mu.Lock()
+	c.closed = true
+	var drop []*scanCacheEntry
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		drop = append(drop, e.Value.(*scanCacheEntry))
+	}
+	c.lru.Init()
+	clear(c.items)
+	c.bytes = 0
+	c.mu.Unlock()
+	for _, ent := range drop {
+		releaseArrays(ent.chunks)
+	}
+}
+
+// SharedHolder is implemented by an allocator (ScanOptions.Alloc) that
+// accounts for memory it did not allocate: a scan that passes on arrays
+// shared with the cache charges their bytes with Hold(n) while the batch
+// is held and returns them with Hold(-n) when it is released.
+type SharedHolder interface {
+	Hold(n int64)
+}
+
+// scanCacheKey names one cached column of one segment read.
+type scanCacheKey struct {
+	file   scanCacheFile
+	groups string // the row groups read, "0,1,2"
+	batch  int64  // the decode batch size
+	column string
+	typ    string // the canonical type's fingerprint
+}
+
+// scanCacheFile names a segment file's content: the table (its creation
+// time), the segment path and what Stat said of the file.
+type scanCacheFile struct {
+	table int64
+	path  string
+	size  int64
+	mtime int64
+}
+
+type scanCacheEntry struct {
+	key    scanCacheKey
+	chunks []arrow.Array
+	bytes  int64
+}
+
+// scanCacheGroups renders a row-group set for a key.
+func scanCacheGroups(groups []int) string {
+	var b strings.Builder
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(g))
+	}
+	return b.String()
+}
+
+// get returns the chunks of every key (each array retained for the
+// caller), or false when any key is missing. A zero keys[i] (a column the
+// segment lacks) is skipped: its chunks are nil.
+func (c *ScanCache) get(keys []scanCacheKey) ([][]arrow.Array, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false
+	}
+	els := make([]*list.Element, len(keys))
+	for i, k := range keys {
+		if k == (scanCacheKey{}) {
+			continue
+		}
+		el, ok := c.items[k]
+		if !ok {
+			c.misses.Add(1)
+			return nil, false
+		}
+		els[i] = el
+	}
+	out := make([][]arrow.Array, len(keys))
+	for i, el := range els {
+		if el == nil {
+			continue
+		}
+		c.lru.MoveToFront(el)
+		ent := el.Value.(*scanCacheEntry)
+		out[i] = slices.Clone(ent.chunks) // the caller consumes its copy
+		for _, a := range ent.chunks {
+			a.Retain()
+		}
+	}
+	c.hits.Add(1)
+	return out, true
+}
+
+// put takes over chunks (one reference each) as the entry of key. An
+// entry already there (a concurrent read filled it first) is kept and
+// chunks are released.
+func (c *ScanCache) put(key scanCacheKey, chunks []arrow.Array, bytes int64) {
+	c.mu.Lock()
+	if c.closed || bytes > c.limit {
+		c.mu.Unlock()
+		releaseArrays(chunks)
+		return
+	}
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		c.mu.Unlock()
+		releaseArrays(chunks)
+		return
+	}
+	c.items[key] = c.lru.PushFront(&scanCacheEntry{key: key, chunks: chunks, bytes: bytes})
+	c.bytes += bytes
+	var drop []*scanCacheEntry
+	for c.bytes > c.limit {
+		el := c.lru.Back()
+		ent := el.Value.(*scanCacheEntry)
+		c.lru.Remove(el)
+		delete(c.items, ent.key)
+		c.bytes -= ent.bytes
+		drop = append(drop, ent)
+	}
+	c.mu.Unlock()
+	c.evictions.Add(int64(len(drop)))
+	for _, ent := range drop {
+		releaseArrays(ent.chunks)
+	}
+}
+
+func releaseArrays(as []arrow.Array) {
+	for _, a := range as {
+		a.Release()
+	}
+}
+
+// arrayBytes sums the lengths of an array's buffers, children included
+// (scans expand dictionaries, so there are none to count).
+func arrayBytes(a arrow.Array) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	walk(a.Data())
+	return n
+}
+
+// scanCacheFill collects the arrays one segment read decodes into the
+// cache, column by column, and puts them once the segment was read
+// whole.
+type scanCacheFill struct {
+	cache  *ScanCache
+	keys   []scanCacheKey
+	chunks [][]arrow.Array
+	bytes  int64
+	dead   bool // abandoned: too large
+}
+
+func (c *ScanCache) newFill(keys []scanCacheKey) *scanCacheFill {
+	return &scanCacheFill{cache: c, keys: keys, chunks: make([][]arrow.Array, len(keys))}
+}
+
+// add keeps (retains) the arrays of one decoded batch; aligned[i] is
+// read column i.
+func (f *scanCacheFill) add(aligned []arrow.Array) {
+	if f.dead {
+		return
+	}
+	for i, k := range f.keys {
+		if k == (scanCacheKey{}) {
+			continue
+		}
+		a := aligned[i]
+		a.Retain()
+		f.chunks[i] = append(f.chunks[i], a)
+		f.bytes += arrayBytes(a)
+	}
+	if f.bytes > f.cache.limit {
+		f.cache.rejected.Add(1)
+		f.abandon()
+	}
+}
+
+// commit puts every column's entry.
+func (f *scanCacheFill) commit() {
+	if f.dead {
+		return
+	}
+	f.dead = true
+	for i, k := range f.keys {
+		if k == (scanCacheKey{}) {
+			continue
+		}
+		var n int64
+		for _, a := range f.chunks[i] {
+			n += arrayBytes(a)
+		}
+		f.cache.put(k, f.chunks[i], n)
+		f.chunks[i] = nil
+	}
+}
+
+// abandon releases what the fill holds.
+func (f *scanCacheFill) abandon() {
+	f.dead = true
+	for i := range f.chunks {
+		releaseArrays(f.chunks[i])
+		f.chunks[i] = nil
+	}
+}
+
+// scanCacheAlloc is the cache's account: it allocates from base and
+// counts what it has handed out.
+type scanCacheAlloc struct {
+	base memory.Allocator
+	held atomic.Int64
+}
+
+func (a *scanCacheAlloc) Allocate(n int) []byte {
+	b := a.base.Allocate(n)
+	a.held.Add(int64(len(b)))
+	return b
+}
+
+func (a *scanCacheAlloc) AllocateUninit(n int) []byte {
+	b := AllocateUninit(a.base, n)
+	a.held.Add(int64(len(b)))
+	return b
+}
+
+func (a *scanCacheAlloc) Reallocate(n int, old []byte) []byte {
+	was := len(old)
+	b := a.base.Reallocate(n, old)
+	a.held.Add(int64(len(b) - was))
+	return b
+}
+
+func (a *scanCacheAlloc) Free(b []byte) {
+	a.held.Add(-int64(len(b)))
+	a.base.Free(b)
+}
+
+// Unwrap returns the allocator the account draws on.
+func (a *scanCacheAlloc) Unwrap() memory.Allocator { return a.base }
+
+// sharedBatch is a batch of arrays shared with the cache, passed on by a
+// scan whose allocator is a SharedHolder: their bytes are on the holder's
+// account until the batch's last reference is released.
+type sharedBatch struct {
+	arrow.RecordBatch
+	refs   atomic.Int64
+	bytes  int64
+	holder SharedHolder
+}
+
+func newSharedBatch(rec arrow.RecordBatch, bytes int64, h SharedHolder) *sharedBatch {
+	b := &sharedBatch{RecordBatch: rec, bytes: bytes, holder: h}
+	b.refs.Store(1)
+	h.Hold(bytes)
+	return b
+}
+
+func (b *sharedBatch) Retain() { b.refs.Add(1) }
+
+func (b *sharedBatch) Release() {
+	if b.refs.Add(-1) == 0 {
+		b.RecordBatch.Release()
+		b.holder.Hold(-b.bytes)
+	}
+}
