@@ -106,6 +106,7 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...g
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		ts.svc.Close()
 		ts.cliMem.AssertSize(t, 0)
 		ts.srvMem.AssertSize(t, 0)
 	})
