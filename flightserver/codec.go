@@ -207,7 +207,10 @@ func (w *zeroCopyWriter) writeMerged(group []arrow.RecordBatch) error {
 	for _, b := range group {
 		b.Retain()
 	}
-	return sendMessage(w.stream, m.header, m.body, m.size, m.owned, func() { releaseAll(group) })
+	return sendMessage(w.stream, m.header, m.body, m.size, m.owned, func() {
+		m.free()
+		releaseAll(group)
+	})
 }
 
 func (w *zeroCopyWriter) Close() error { return w.start() }
