@@ -37,7 +37,11 @@ import (
 // Memory: the cache allocates the arrays it fills from its own account
 // over the allocator it was given, bounded by the cache's size in bytes;
 // the least recently used entries are dropped to make room, and a segment
-// whose columns would not fit at all is not cached. Arrays are shared by
+// whose columns would not fit at all is not cached. Segments being decoded
+// into the cache hold at most the bound together too (a fill that would
+// go beyond it is abandoned), so the cache never holds more than twice
+// its bound. Two scans that decode the same segment at once both fill
+// it; the second entry is dropped. Arrays are shared by
 // reference count and never changed: dropping an entry only drops the
 // cache's reference, so a stream that still sends a batch of it keeps it
 // alive. A scan that passes cached arrays on charges their bytes to its
@@ -57,6 +61,11 @@ type ScanCache struct {
 	bytes  int64
 	closed bool
 
+	// filling is the bytes segments being decoded into the cache hold
+	// together; a fill that would take it over limit is abandoned, so
+	// the cache's memory is at most twice its bound (entries plus fills).
+	filling atomic.Int64
+
 	hits, misses, evictions, rejected atomic.Int64
 }
 
@@ -75,7 +84,8 @@ type ScanCacheStats struct {
 	// found every column it reads.
 	Hits, Misses int64
 	// Evictions counts entries dropped to make room; Rejected counts
-	// segments not cached because their columns would not fit.
+	// segments not cached because their columns would not fit (in the
+	// bound, or beside the other segments being decoded into it).
 	Evictions, Rejected int64
 }
 
@@ -280,6 +290,7 @@ func (f *scanCacheFill) add(aligned []arrow.Array) {
 	if f.dead {
 		return
 	}
+	var n int64
 	for i, k := range f.keys {
 		if k == (scanCacheKey{}) {
 			continue
@@ -287,9 +298,10 @@ func (f *scanCacheFill) add(aligned []arrow.Array) {
 		a := aligned[i]
 		a.Retain()
 		f.chunks[i] = append(f.chunks[i], a)
-		f.bytes += arrayBytes(a)
+		n += arrayBytes(a)
 	}
-	if f.bytes > f.cache.limit {
+	f.bytes += n
+	if all := f.cache.filling.Add(n); f.bytes > f.cache.limit || all > f.cache.limit {
 		f.cache.rejected.Add(1)
 		f.abandon()
 	}
@@ -301,6 +313,7 @@ func (f *scanCacheFill) commit() {
 		return
 	}
 	f.dead = true
+	f.cache.filling.Add(-f.bytes)
 	for i, k := range f.keys {
 		if k == (scanCacheKey{}) {
 			continue
@@ -316,6 +329,9 @@ func (f *scanCacheFill) commit() {
 
 // abandon releases what the fill holds.
 func (f *scanCacheFill) abandon() {
+	if !f.dead {
+		f.cache.filling.Add(-f.bytes)
+	}
 	f.dead = true
 	for i := range f.chunks {
 		releaseArrays(f.chunks[i])

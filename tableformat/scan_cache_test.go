@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -343,4 +345,48 @@ func TestScanCacheConcurrentReaders(t *testing.T) {
 	}
 	cache.Close()
 	cacheMem.AssertSize(t, 0)
+}
+
+// Segments being decoded into the cache hold at most its bound together:
+// a second fill that would take them over it is abandoned (and counted),
+// the first still commits, and nothing is left counted as filling.
+func TestScanCacheBoundsFills(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ints := func(n int) arrow.Array {
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		for i := range n {
+			b.Append(int64(i))
+		}
+		return b.NewArray()
+	}
+	cache := NewScanCache(10_000, mem)
+	defer cache.Close()
+	key := func(path string) []scanCacheKey {
+		return []scanCacheKey{{file: scanCacheFile{path: path, size: 1}, groups: "0", batch: 1, column: "v", typ: "l"}}
+	}
+	a, b := ints(750), ints(750) // 6,000 bytes of values each
+	defer a.Release()
+	defer b.Release()
+	f1, f2 := cache.newFill(key("one")), cache.newFill(key("two"))
+	f1.add([]arrow.Array{a})
+	f2.add([]arrow.Array{b})
+	if !f2.dead || f1.dead || cache.filling.Load() != arrayBytes(a) {
+		t.Fatalf("two fills of 6,000 bytes under a bound of 10,000: first dead %v, second dead %v, filling %d", f1.dead, f2.dead, cache.filling.Load())
+	}
+	f1.commit()
+	f1.abandon() // as the deferred call after a commit: a no-op
+	f2.abandon()
+	if st := cache.Stats(); st.Entries != 1 || st.Rejected != 1 || cache.filling.Load() != 0 || st.Bytes != arrayBytes(a) {
+		t.Fatalf("after the fills: %+v, filling %d", st, cache.filling.Load())
+	}
+	if chunks, ok := cache.get(key("one")); !ok || len(chunks[0]) != 1 || chunks[0][0].Len() != 750 {
+		t.Fatalf("the committed fill is not served: %v", ok)
+	} else {
+		chunks[0][0].Release()
+	}
+	if _, ok := cache.get(key("two")); ok {
+		t.Fatal("the abandoned fill is served")
+	}
 }
