@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,4 +390,46 @@ func TestScanCacheBoundsFills(t *testing.T) {
 	if _, ok := cache.get(key("two")); ok {
 		t.Fatal("the abandoned fill is served")
 	}
+}
+
+// Entries of one segment that disagree on its batches (which one fill
+// never makes) stop the scan with an error instead of misaligned rows.
+func TestScanCacheRefusesDisagreeingEntries(t *testing.T) {
+	f := cacheFixture(t)
+	cacheMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	cache := NewScanCache(64<<20, cacheMem)
+	defer cacheMem.AssertSize(t, 0)
+	defer cache.Close()
+	opts := ScanOptions{Columns: []string{"host", "v"}, BatchRows: 1000} // three batches a segment
+	cacheScan(t, f.tb, cache, opts)
+	// Drop the last batch of one column's entry of every segment.
+	cache.mu.Lock()
+	cut := 0
+	for k, el := range cache.items {
+		ent := el.Value.(*scanCacheEntry)
+		if k.column == "v" && len(ent.chunks) > 1 {
+			last := ent.chunks[len(ent.chunks)-1]
+			ent.chunks = ent.chunks[:len(ent.chunks)-1]
+			last.Release()
+			cut++
+		}
+	}
+	cache.mu.Unlock()
+	if cut == 0 {
+		t.Fatal("no entry of several batches to cut")
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	opts.Alloc, opts.Cache, opts.Parallelism = mem, cache, 1
+	rr, err := f.tb.Scan(context.Background(), nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rr.Next() {
+	}
+	err = rr.Err()
+	rr.Release()
+	if err == nil || !strings.Contains(err.Error(), "scan cache entries of one segment disagree") {
+		t.Fatalf("scan over disagreeing entries: %v", err)
+	}
+	mem.AssertSize(t, 0)
 }
