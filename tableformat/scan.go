@@ -147,6 +147,9 @@ func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.Re
 	}
 	ix := st.Meta.Index
 	run.cacheTable = st.Meta.CreatedAt.UnixNano()
+	if p.cache != nil {
+		run.cacheSince = p.cache.epoch()
+	}
 	run.indexName, run.indexType = ix.Column, ix.Kind.Type
 	if col, ok := st.Meta.Schema.Column(ix.Column); ok {
 		run.indexUnit = col.Type.Unit
@@ -193,6 +196,9 @@ type scanRun struct {
 	// cacheTable names the table in the scan cache's keys (its creation
 	// time).
 	cacheTable int64
+	// cacheSince is the scan cache's clock when the scan started: its
+	// fills evict no entry used since.
+	cacheSince uint64
 
 	out  chan arrow.RecordBatch
 	next atomic.Int64 // next segment to claim

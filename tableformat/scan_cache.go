@@ -60,6 +60,7 @@ type ScanCache struct {
 	items  map[scanCacheKey]*list.Element
 	bytes  int64
 	closed bool
+	clock  uint64 // counts uses (gets and puts); entries record their last
 
 	// filling is the bytes segments being decoded into the cache hold
 	// together; a fill that would take it over limit is abandoned, so
@@ -159,6 +160,15 @@ type scanCacheEntry struct {
 	key    scanCacheKey
 	chunks []arrow.Array
 	bytes  int64
+	used   uint64 // the clock at its last use
+}
+
+// epoch is the clock a scan takes when it starts: its fills never evict
+// entries used since (see put).
+func (c *ScanCache) epoch() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clock
 }
 
 // scanCacheGroups renders a row-group set for a key.
@@ -195,12 +205,14 @@ func (c *ScanCache) get(keys []scanCacheKey) ([][]arrow.Array, bool) {
 		els[i] = el
 	}
 	out := make([][]arrow.Array, len(keys))
+	c.clock++
 	for i, el := range els {
 		if el == nil {
 			continue
 		}
 		c.lru.MoveToFront(el)
 		ent := el.Value.(*scanCacheEntry)
+		ent.used = c.clock
 		out[i] = slices.Clone(ent.chunks) // the caller consumes its copy
 		for _, a := range ent.chunks {
 			a.Retain()
@@ -210,38 +222,100 @@ func (c *ScanCache) get(keys []scanCacheKey) ([][]arrow.Array, bool) {
 	return out, true
 }
 
-// put takes over chunks (one reference each) as the entry of key. An
-// entry already there (a concurrent read filled it first) is kept and
-// chunks are released.
-func (c *ScanCache) put(key scanCacheKey, chunks []arrow.Array, bytes int64) {
+// put takes over chunks (one reference each for every key; chunks[i] of
+// a zero key is nil) as the entries of one segment read that started at
+// clock since, all or none. Room is made by dropping the least recently
+// used entries, but only entries not used since the scan started: a
+// scan's fills never evict what it, or a scan started after it, filled or
+// read. A table read whole again and again that does not fit thus keeps
+// the part that fit, served from the cache on every read, instead of
+// each read evicting what the next needs first. When that is not enough
+// room, nothing is put. A key already there (a concurrent read filled it
+// first) keeps its entry. It reports whether the entries were put.
+func (c *ScanCache) put(keys []scanCacheKey, chunks [][]arrow.Array, since uint64) bool {
+	sizes := make([]int64, len(keys))
 	c.mu.Lock()
-	if c.closed || bytes > c.limit {
-		c.mu.Unlock()
-		releaseArrays(chunks)
-		return
+	var total int64
+	for i, k := range keys {
+		if k == (scanCacheKey{}) {
+			continue
+		}
+		if _, ok := c.items[k]; ok {
+			continue
+		}
+		for _, a := range chunks[i] {
+			sizes[i] += arrayBytes(a)
+		}
+		total += sizes[i]
 	}
-	if el, ok := c.items[key]; ok {
-		c.lru.MoveToFront(el)
-		c.mu.Unlock()
-		releaseArrays(chunks)
-		return
-	}
-	c.items[key] = c.lru.PushFront(&scanCacheEntry{key: key, chunks: chunks, bytes: bytes})
-	c.bytes += bytes
 	var drop []*scanCacheEntry
-	for c.bytes > c.limit {
-		el := c.lru.Back()
-		ent := el.Value.(*scanCacheEntry)
-		c.lru.Remove(el)
-		delete(c.items, ent.key)
-		c.bytes -= ent.bytes
-		drop = append(drop, ent)
+	ok := !c.closed && total <= c.limit
+	if ok {
+		// The least recently used come last; those used since the scan
+		// started are newer than any that was not.
+		need, free := c.bytes+total-c.limit, int64(0)
+		for el := c.lru.Back(); el != nil && free < need; el = el.Prev() {
+			ent := el.Value.(*scanCacheEntry)
+			if ent.used > since {
+				break
+			}
+			free += ent.bytes
+		}
+		ok = free >= need
+		for ok && c.bytes+total > c.limit {
+			el := c.lru.Back()
+			ent := el.Value.(*scanCacheEntry)
+			c.lru.Remove(el)
+			delete(c.items, ent.key)
+			c.bytes -= ent.bytes
+			drop = append(drop, ent)
+		}
+	}
+	var keep [][]arrow.Array
+	if ok {
+		c.clock++
+		for i, k := range keys {
+			if k == (scanCacheKey{}) {
+				continue
+			}
+			if el, dup := c.items[k]; dup {
+				c.lru.MoveToFront(el)
+				keep = append(keep, chunks[i]) // released below
+				continue
+			}
+			c.items[k] = c.lru.PushFront(&scanCacheEntry{key: k, chunks: chunks[i], bytes: sizes[i], used: c.clock})
+			c.bytes += sizes[i]
+		}
+	} else {
+		keep = chunks
 	}
 	c.mu.Unlock()
 	c.evictions.Add(int64(len(drop)))
+	if !ok {
+		c.rejected.Add(1)
+	}
 	for _, ent := range drop {
 		releaseArrays(ent.chunks)
 	}
+	for _, cs := range keep {
+		releaseArrays(cs)
+	}
+	return ok
+}
+
+// roomFor reports whether a fill by a scan started at clock since could
+// be put at all: the cache has room, or entries it may evict.
+func (c *ScanCache) roomFor(since uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if c.bytes < c.limit {
+		return true
+	}
+	el := c.lru.Back()
+	return el != nil && el.Value.(*scanCacheEntry).used <= since
 }
 
 func releaseArrays(as []arrow.Array) {
@@ -274,14 +348,21 @@ func arrayBytes(a arrow.Array) int64 {
 // whole.
 type scanCacheFill struct {
 	cache  *ScanCache
+	since  uint64 // the clock when the scan started
 	keys   []scanCacheKey
 	chunks [][]arrow.Array
 	bytes  int64
 	dead   bool // abandoned: too large
 }
 
-func (c *ScanCache) newFill(keys []scanCacheKey) *scanCacheFill {
-	return &scanCacheFill{cache: c, keys: keys, chunks: make([][]arrow.Array, len(keys))}
+// newFill starts collecting a segment read by a scan started at clock
+// since, or returns nil when the cache could not take it anyway.
+func (c *ScanCache) newFill(keys []scanCacheKey, since uint64) *scanCacheFill {
+	if !c.roomFor(since) {
+		c.rejected.Add(1)
+		return nil
+	}
+	return &scanCacheFill{cache: c, since: since, keys: keys, chunks: make([][]arrow.Array, len(keys))}
 }
 
 // add keeps (retains) the arrays of one decoded batch; aligned[i] is
@@ -307,24 +388,15 @@ func (f *scanCacheFill) add(aligned []arrow.Array) {
 	}
 }
 
-// commit puts every column's entry.
+// commit puts the segment's entries (all or none).
 func (f *scanCacheFill) commit() {
 	if f.dead {
 		return
 	}
 	f.dead = true
 	f.cache.filling.Add(-f.bytes)
-	for i, k := range f.keys {
-		if k == (scanCacheKey{}) {
-			continue
-		}
-		var n int64
-		for _, a := range f.chunks[i] {
-			n += arrayBytes(a)
-		}
-		f.cache.put(k, f.chunks[i], n)
-		f.chunks[i] = nil
-	}
+	f.cache.put(f.keys, f.chunks, f.since)
+	clear(f.chunks)
 }
 
 // abandon releases what the fill holds.

@@ -158,9 +158,11 @@ func TestScanCacheAnswersAsDecoded(t *testing.T) {
 	cacheMem.AssertSize(t, 0)
 }
 
-// Under a bound smaller than the table, the least recently used entries
-// go and the bound holds; a segment larger than the whole bound is not
-// cached at all; answers stay right.
+// Under a bound smaller than the table, a table read whole again and
+// again keeps the part that fit (a read never evicts what it, or a later
+// read, used), the bound holds and answers stay right; a later read of
+// other segments evicts the least recently used entries; a segment larger
+// than the whole bound is not cached at all.
 func TestScanCacheEvictsAndRejects(t *testing.T) {
 	f := cacheFixture(t)
 	want := cacheScan(t, f.tb, nil, ScanOptions{})
@@ -182,12 +184,26 @@ func TestScanCacheEvictsAndRejects(t *testing.T) {
 	for round := range 3 {
 		got := cacheScan(t, f.tb, small, ScanOptions{})
 		sameOrdered(t, fmt.Sprintf("round %d", round), got, want)
-		if st := small.Stats(); st.Bytes > seg*3/2 {
-			t.Fatalf("the cache holds %d bytes over its bound %d", st.Bytes, seg*3/2)
+		if round > 0 && got.cached != 3000 {
+			t.Fatalf("round %d took %d rows from the cache, want the 3,000 of the segment that fit", round, got.cached)
+		}
+		if st := small.Stats(); st.Bytes > seg*3/2 || st.Evictions != 0 || st.Entries != 3 {
+			t.Fatalf("round %d: %+v (bound %d)", round, st, seg*3/2)
 		}
 	}
-	if st := small.Stats(); st.Evictions == 0 {
-		t.Fatalf("no eviction under a bound of 1.5 segments: %+v", st)
+	if st := small.Stats(); st.Hits != 2 || st.Rejected < 4 {
+		t.Fatalf("after three whole reads: %+v", st)
+	}
+	// A read of another segment, later: the first segment's entries go,
+	// as many as make room (entries are columns, least recently used
+	// first).
+	other := ScanOptions{Segments: []string{segs[2].Path}}
+	cacheScan(t, f.tb, small, other)
+	if got := cacheScan(t, f.tb, small, other); got.cached != 3000 {
+		t.Fatalf("the second read of another segment took %d rows from the cache", got.cached)
+	}
+	if st := small.Stats(); st.Evictions == 0 || st.Entries < 3 || st.Bytes > seg*3/2 {
+		t.Fatalf("after reading another segment: %+v", st)
 	}
 	small.Close()
 
@@ -370,7 +386,7 @@ func TestScanCacheBoundsFills(t *testing.T) {
 	a, b := ints(750), ints(750) // 6,000 bytes of values each
 	defer a.Release()
 	defer b.Release()
-	f1, f2 := cache.newFill(key("one")), cache.newFill(key("two"))
+	f1, f2 := cache.newFill(key("one"), 0), cache.newFill(key("two"), 0)
 	f1.add([]arrow.Array{a})
 	f2.add([]arrow.Array{b})
 	if !f2.dead || f1.dead || cache.filling.Load() != arrayBytes(a) {

@@ -250,11 +250,12 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 			if chunks, ok := p.cache.get(keys); ok {
 				return r.replaySegment(chunks, keys, acc, slot)
 			}
-			fill = p.cache.newFill(keys)
-			defer fill.abandon()
-			decodeAlloc = p.cache.mem
-			if fr, err = pqarrow.NewFileReader(pf, fr.Props, decodeAlloc); err != nil {
-				return scanSegmentError(seg, src, "cannot map the Parquet schema to Arrow", err)
+			if fill = p.cache.newFill(keys, r.cacheSince); fill != nil {
+				defer fill.abandon()
+				decodeAlloc = p.cache.mem
+				if fr, err = pqarrow.NewFileReader(pf, fr.Props, decodeAlloc); err != nil {
+					return scanSegmentError(seg, src, "cannot map the Parquet schema to Arrow", err)
+				}
 			}
 		}
 	}
