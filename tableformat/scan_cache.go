@@ -36,7 +36,8 @@ import (
 //
 // Memory: the cache allocates the arrays it fills from its own account
 // over the allocator it was given, bounded by the cache's size in bytes;
-// the least recently used entries are dropped to make room, and a segment
+// the least recently used entries are dropped to make room, but never
+// entries used since the scan that fills started (see put), and a segment
 // whose columns would not fit at all is not cached. Segments being decoded
 // into the cache hold at most the bound together too (a fill that would
 // go beyond it is abandoned), so the cache never holds more than twice
