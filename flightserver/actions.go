@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -91,12 +92,12 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		if err != nil {
 			return nil, err
 		}
-		tb, err := s.catalog.create(ctx, a.Table, co)
+		tb, err := s.cat.Create(ctx, a.Table, co)
 		if err != nil {
-			return nil, err
+			return nil, Status(err)
 		}
-		s.log.Info("table created", "table", a.Table, "by", callerName(ctx))
-		return map[string]any{"table": a.Table, "version": tb.State().Version}, nil
+		s.log.Info("table created", "table", a.Table, "by", guard.CallerName(ctx))
+		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil
 	case ActionDescribeTable:
 		var a struct {
 			Table string `json:"table"`

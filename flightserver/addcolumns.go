@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -46,8 +47,8 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 	for retry := 0; ; retry++ {
 		v, err := tb.AddColumns(ctx, fields)
 		if err == nil {
-			s.log.Info("columns added", "table", req.Table, "version", v, "columns", len(fields), "by", callerName(ctx))
-			return map[string]any{"table": req.Table, "version": v}, nil
+			s.log.Info("columns added", "table", req.Table, "version", v, "columns", len(fields), "by", guard.CallerName(ctx))
+			return TableVersion{Table: req.Table, Version: v}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
 			return nil, Status(err)

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
@@ -61,16 +62,16 @@ func authBenchServe(root string) error {
 	if err != nil {
 		return err
 	}
-	st, err := NewServerTLS(TLSFiles{CertFile: os.Getenv(authBenchCertEnv), KeyFile: os.Getenv(authBenchKeyEnv)})
+	st, err := guard.NewServerTLS(guard.TLSFiles{CertFile: os.Getenv(authBenchCertEnv), KeyFile: os.Getenv(authBenchKeyEnv)})
 	if err != nil {
 		return err
 	}
-	tokens, err := OpenTokenFile(os.Getenv(authBenchTokensEnv))
+	tokens, err := guard.OpenTokenFile(os.Getenv(authBenchTokensEnv))
 	if err != nil {
 		return err
 	}
-	off := NewAuth(AuthOptions{}).Middleware()
-	on := NewAuth(AuthOptions{Tokens: tokens.Tokens}).Middleware()
+	off := guard.NewAuth(guard.AuthOptions{Classify: Scopes()}).Middleware()
+	on := guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: tokens.Tokens}).Middleware()
 	var servers []flight.Server
 	var addrs []string
 	for _, mode := range authBenchModes {
@@ -128,11 +129,11 @@ func startAuthBench(b *testing.B, root string) *authBenchEnv {
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	e.pool = loopbackCert(b, certFile, keyFile)
 	var err error
-	if e.token, err = NewToken(); err != nil {
+	if e.token, err = guard.NewToken(); err != nil {
 		b.Fatal(err)
 	}
 	tokensFile := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokensFile, []byte(HashToken(e.token)+" write name=bench\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokensFile, []byte(guard.HashToken(e.token)+" write name=bench\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	e.cmd = exec.Command(os.Args[0])
@@ -179,7 +180,7 @@ func (e *authBenchEnv) dial(mode string) (flight.Client, error) {
 func (e *authBenchEnv) ctx(mode string) context.Context {
 	ctx := context.Background()
 	if strings.HasSuffix(mode, "auth") {
-		ctx = metadata.AppendToOutgoingContext(ctx, authorizationKey, bearerScheme+" "+e.token)
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer"+" "+e.token)
 	}
 	return ctx
 }

@@ -35,6 +35,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 type authCall func(b *testing.B, mode string) (rows, bytes int64, took time.Duration)
@@ -191,12 +193,12 @@ func (e *authBenchEnv) connect(b *testing.B, mode string) (int64, int64, time.Du
 }
 
 func (e *authBenchEnv) basicHandshake(b *testing.B, mode string, client flight.Client) {
-	basic := basicScheme + " " + base64.StdEncoding.EncodeToString([]byte("bench:"+e.token))
+	basic := "Basic" + " " + base64.StdEncoding.EncodeToString([]byte("bench:"+e.token))
 	want := basic
 	if strings.HasSuffix(mode, "auth") {
-		want = bearerScheme + " " + e.token
+		want = "Bearer" + " " + e.token
 	}
-	stream, err := client.Handshake(metadata.AppendToOutgoingContext(context.Background(), authorizationKey, basic))
+	stream, err := client.Handshake(metadata.AppendToOutgoingContext(context.Background(), "authorization", basic))
 	if err == nil {
 		err = stream.CloseSend()
 	}
@@ -210,7 +212,7 @@ func (e *authBenchEnv) basicHandshake(b *testing.B, mode string, client flight.C
 	if !errors.Is(err, io.EOF) {
 		b.Fatalf("%s: handshake: %v", mode, err)
 	}
-	if got := hdr.Get(authorizationKey); len(got) != 1 || got[0] != want {
+	if got := hdr.Get("authorization"); len(got) != 1 || got[0] != want {
 		b.Fatalf("%s: handshake answered %d authorization headers, want one: %s", mode, len(got), strings.Fields(want)[0])
 	}
 }
@@ -250,21 +252,21 @@ func BenchmarkAuthConnect(b *testing.B) {
 // alone, which the lookup does once. The metadata holds what a grpc-go
 // client sends besides: the middleware reads it through a copy.
 func BenchmarkAuthMiddleware(b *testing.B) {
-	token, err := NewToken()
+	token, err := guard.NewToken()
 	if err != nil {
 		b.Fatal(err)
 	}
-	tokenSet := func(extra int) *TokenSet {
+	tokenSet := func(extra int) *guard.TokenSet {
 		var sb strings.Builder
-		sb.WriteString(HashToken(token) + " write name=bench\n")
+		sb.WriteString(guard.HashToken(token) + " write name=bench\n")
 		for i := range extra {
-			other, err := NewToken()
+			other, err := guard.NewToken()
 			if err != nil {
 				b.Fatal(err)
 			}
-			fmt.Fprintf(&sb, "%s read name=other%d\n", HashToken(other), i)
+			fmt.Fprintf(&sb, "%s read name=other%d\n", guard.HashToken(other), i)
 		}
-		set, err := ParseTokens(strings.NewReader(sb.String()), "bench tokens")
+		set, err := guard.ParseTokens(strings.NewReader(sb.String()), "bench tokens")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -275,15 +277,15 @@ func BenchmarkAuthMiddleware(b *testing.B) {
 	}
 	one, many := tokenSet(0), tokenSet(10_000)
 	sent := []string{":authority", "127.0.0.1:44321", "content-type", "application/grpc", "user-agent", "grpc-go/" + grpc.Version}
-	bearerMD := metadata.Pairs(append(sent, authorizationKey, bearerScheme+" "+token)...)
-	basicMD := metadata.Pairs(append(sent, authorizationKey, basicScheme+" "+base64.StdEncoding.EncodeToString([]byte("bench:"+token)))...)
+	bearerMD := metadata.Pairs(append(sent, "authorization", "Bearer"+" "+token)...)
+	basicMD := metadata.Pairs(append(sent, "authorization", "Basic"+" "+base64.StdEncoding.EncodeToString([]byte("bench:"+token)))...)
 	info := &grpc.UnaryServerInfo{FullMethod: flightService + "GetFlightInfo"}
 	req := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"cpu"}}
 	handler := func(ctx context.Context, req any) (any, error) { return req, nil }
 	// checked is handler that also checks the caller, for the first call.
 	checked := func(want string) grpc.UnaryHandler {
 		return func(ctx context.Context, req any) (any, error) {
-			if p, ok := PrincipalFromContext(ctx); !ok || p.Name != want {
+			if p, ok := guard.PrincipalFromContext(ctx); !ok || p.Name != want {
 				return nil, fmt.Errorf("principal %+v (%v), want %s", p, ok, want)
 			}
 			return req, nil
@@ -291,14 +293,14 @@ func BenchmarkAuthMiddleware(b *testing.B) {
 	}
 	for _, c := range []struct {
 		name string
-		auth *Auth
+		auth *guard.Auth
 		md   metadata.MD
 		who  string
 	}{
-		{"off", NewAuth(AuthOptions{}), metadata.Pairs(sent...), "anonymous"},
-		{"bearer", NewAuth(AuthOptions{Tokens: func() *TokenSet { return one }}), bearerMD, "bench"},
-		{"bearer-10k-tokens", NewAuth(AuthOptions{Tokens: func() *TokenSet { return many }}), bearerMD, "bench"},
-		{"basic", NewAuth(AuthOptions{Tokens: func() *TokenSet { return one }}), basicMD, "bench"},
+		{"off", guard.NewAuth(guard.AuthOptions{Classify: Scopes()}), metadata.Pairs(sent...), "anonymous"},
+		{"bearer", guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: func() *guard.TokenSet { return one }}), bearerMD, "bench"},
+		{"bearer-10k-tokens", guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: func() *guard.TokenSet { return many }}), bearerMD, "bench"},
+		{"basic", guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: func() *guard.TokenSet { return one }}), basicMD, "bench"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

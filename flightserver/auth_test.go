@@ -25,6 +25,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // lockedBuffer collects log output written from several goroutines.
@@ -53,10 +55,10 @@ type authEnv struct {
 	pki                   *testPKI
 	read, write, expired  string
 	tokensPath            string
-	tokens                *TokenFile
+	tokens                *guard.TokenFile
 	logs                  *lockedBuffer
 	clock                 atomic.Int64 // unix nanoseconds AuthOptions.Now returns
-	readTok, writeTok     Token
+	readTok, writeTok     guard.Token
 	secretsForLogChecking []string
 }
 
@@ -65,7 +67,7 @@ func startAuthServer(t *testing.T) *authEnv {
 	e := &authEnv{pki: newTestPKI(t), logs: &lockedBuffer{}}
 	e.clock.Store(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	for _, p := range []*string{&e.read, &e.write, &e.expired} {
-		tok, err := NewToken()
+		tok, err := guard.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,14 +77,14 @@ func startAuthServer(t *testing.T) *authEnv {
 	e.tokensPath = filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, e.tokensPath, "# test tokens\n"+
 		e.read+" read name=reader\n"+
-		HashToken(e.write)+" write name=writer\n"+
+		guard.HashToken(e.write)+" write name=writer\n"+
 		e.expired+" write name=old expires=2026-01-01\n")
 	var err error
-	if e.tokens, err = OpenTokenFile(e.tokensPath); err != nil {
+	if e.tokens, err = guard.OpenTokenFile(e.tokensPath); err != nil {
 		t.Fatal(err)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: e.logs})
-	auth := NewAuth(AuthOptions{
+	auth := guard.NewAuth(guard.AuthOptions{Classify: Scopes(),
 		Tokens: e.tokens.Tokens,
 		Logger: log.Named("auth"),
 		Now:    func() time.Time { return time.Unix(0, e.clock.Load()).UTC() },
@@ -90,7 +92,7 @@ func startAuthServer(t *testing.T) *authEnv {
 	if !auth.Enabled() {
 		t.Fatal("an Auth with tokens is not enabled")
 	}
-	st, err := NewServerTLS(TLSFiles{CertFile: e.pki.certFile, KeyFile: e.pki.keyFile})
+	st, err := guard.NewServerTLS(guard.TLSFiles{CertFile: e.pki.certFile, KeyFile: e.pki.keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestAuthRefusesWithoutValidToken(t *testing.T) {
 	e := startAuthServer(t)
 	ctx := ctxT(t)
 	tkt := e.loadCPU(ctx)
-	wrong, _ := NewToken()
+	wrong, _ := guard.NewToken()
 	e.secretsForLogChecking = append(e.secretsForLogChecking, wrong)
 	for _, c := range []struct {
 		name  string
@@ -396,7 +398,7 @@ func TestAuthReloadRevokes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Revoke reader.
-	writeTokens(t, e.tokensPath, HashToken(e.write)+" write name=writer\n")
+	writeTokens(t, e.tokensPath, guard.HashToken(e.write)+" write name=writer\n")
 	if changed, err := e.tokens.Reload(); !changed || err != nil {
 		t.Fatalf("Reload: %v %v", changed, err)
 	}
@@ -408,10 +410,10 @@ func TestAuthReloadRevokes(t *testing.T) {
 		t.Fatalf("the remaining token: %v", err)
 	}
 	// Add one.
-	added, _ := NewToken()
+	added, _ := guard.NewToken()
 	e.secretsForLogChecking = append(e.secretsForLogChecking, added)
 	wantCode(t, "not yet added", describe(added), codes.Unauthenticated, "unknown token")
-	if err := AppendTokenLine(e.tokensPath, HashToken(added)+" read name=added"); err != nil {
+	if err := guard.AppendTokenLine(e.tokensPath, guard.HashToken(added)+" read name=added"); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := e.tokens.Reload(); !changed || err != nil {
@@ -435,9 +437,9 @@ func TestAuthExpiryByClock(t *testing.T) {
 	e := startAuthServer(t)
 	ctx := ctxT(t)
 	e.loadCPU(ctx)
-	soon, _ := NewToken()
+	soon, _ := guard.NewToken()
 	e.secretsForLogChecking = append(e.secretsForLogChecking, soon)
-	if err := AppendTokenLine(e.tokensPath, soon+" read name=soon expires=2026-06-01T00:00:10Z"); err != nil {
+	if err := guard.AppendTokenLine(e.tokensPath, soon+" read name=soon expires=2026-06-01T00:00:10Z"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.tokens.Reload(); err != nil {
@@ -468,7 +470,7 @@ func TestAuthExpiryByClock(t *testing.T) {
 }
 
 func TestAuthDisabled(t *testing.T) {
-	a := NewAuth(AuthOptions{})
+	a := guard.NewAuth(guard.AuthOptions{Classify: Scopes()})
 	if a.Enabled() {
 		t.Fatal("zero AuthOptions: enabled")
 	}
@@ -512,13 +514,13 @@ func TestAuthDisabled(t *testing.T) {
 
 func TestAuthClientCertificates(t *testing.T) {
 	pki := newTestPKI(t)
-	st, err := NewServerTLS(TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
+	st, err := guard.NewServerTLS(guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
-	o := AuthOptions{ClientCertificates: true, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})}
-	mw := NewAuth(o).Middleware()
+	o := guard.AuthOptions{Classify: Scopes(), ClientCertificates: true, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})}
+	mw := guard.NewAuth(o).Middleware()
 	ts := startGatedServer(t, nil, nil, st.ServerOption(), grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))
 	ts.useTLSClient(pki, pki.clientCert)
 	ctx := ctxT(t)
@@ -542,12 +544,12 @@ func TestAuthClientCertificates(t *testing.T) {
 	wantCode(t, "handshake without TLS", err, codes.Unauthenticated, "client certificate")
 
 	// Tokens and certificates: a certificate alone is not enough.
-	tokens, err := ParseTokens(strings.NewReader(secretA+" read name=a"), "inline")
+	tokens, err := guard.ParseTokens(strings.NewReader(secretA+" read name=a"), "inline")
 	if err != nil {
 		t.Fatal(err)
 	}
-	both := AuthOptions{ClientCertificates: true, Tokens: func() *TokenSet { return tokens }}
-	mw2 := NewAuth(both).Middleware()
+	both := guard.AuthOptions{Classify: Scopes(), ClientCertificates: true, Tokens: func() *guard.TokenSet { return tokens }}
+	mw2 := guard.NewAuth(both).Middleware()
 	ts2 := startGatedServer(t, nil, nil, st.ServerOption(), grpc.ChainUnaryInterceptor(mw2.Unary), grpc.ChainStreamInterceptor(mw2.Stream))
 	ts2.useTLSClient(pki, pki.clientCert)
 	_, err = actionTypesOf(ctx, ts2.client)
@@ -564,12 +566,12 @@ func TestAuthClientCertificates(t *testing.T) {
 // has (no middleware), so every refusal below is the tap's, and the big
 // request of the first call was never held.
 func TestAuthTapRefusesBeforeTheRequestIsRead(t *testing.T) {
-	tokens, err := ParseTokens(strings.NewReader("a-token-for-the-tap-test-0001 read name=reader"), "test")
+	tokens, err := guard.ParseTokens(strings.NewReader("a-token-for-the-tap-test-0001 read name=reader"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := NewAuth(AuthOptions{Tokens: func() *TokenSet { return tokens }})
-	gate := newGate(t, DefaultLimits())
+	auth := guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: func() *guard.TokenSet { return tokens }})
+	gate := newGate(t, guard.DefaultLimits())
 	ts := startGatedServer(t, nil, nil, gate.ServerOptions(auth.Tap)...)
 	ctx := ctxT(t)
 	big := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: make([]byte, 8<<20)}

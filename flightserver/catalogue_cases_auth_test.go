@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // catTokens are the secrets of an authenticated catalogue server and the
@@ -30,7 +32,7 @@ import (
 // would.
 type catTokens struct {
 	read, write, expired, revoked string
-	set                           atomic.Pointer[TokenSet]
+	set                           atomic.Pointer[guard.TokenSet]
 }
 
 // newCatTokens makes fresh secrets and puts all four tokens in force.
@@ -38,7 +40,7 @@ func newCatTokens(t *testing.T) *catTokens {
 	t.Helper()
 	k := &catTokens{}
 	for _, p := range []*string{&k.read, &k.write, &k.expired, &k.revoked} {
-		s, err := NewToken()
+		s, err := guard.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,12 +55,12 @@ func newCatTokens(t *testing.T) *catTokens {
 func (k *catTokens) load(t *testing.T, withRevoked bool) {
 	t.Helper()
 	text := k.read + " read name=reader\n" +
-		HashToken(k.write) + " write name=writer\n" +
+		guard.HashToken(k.write) + " write name=writer\n" +
 		k.expired + " write name=old expires=2020-01-01\n"
 	if withRevoked {
-		text += HashToken(k.revoked) + " write name=gone\n"
+		text += guard.HashToken(k.revoked) + " write name=gone\n"
 	}
-	set, err := ParseTokens(strings.NewReader(text), "catalogue tokens")
+	set, err := guard.ParseTokens(strings.NewReader(text), "catalogue tokens")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func (k *catTokens) load(t *testing.T, withRevoked bool) {
 
 // serverOptions install the Auth middleware over the tokens in force.
 func (k *catTokens) serverOptions() []grpc.ServerOption {
-	mw := NewAuth(AuthOptions{Tokens: k.set.Load}).Middleware()
+	mw := guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: k.set.Load}).Middleware()
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream)}
 }
 
@@ -170,7 +172,7 @@ func authCatalogue() []badCase {
 		// A credential the server does not accept.
 		{name: "unknown token", category: authn, op: "DoPut PATH [cpu], Bearer + a token not in the set", code: codes.Unauthenticated, frags: []string{"unknown token", "not in the server's tokens, or was revoked"}, auth: true,
 			run: func(e *catEnv) error {
-				wrong, err := NewToken()
+				wrong, err := guard.NewToken()
 				if err != nil {
 					e.t.Fatal(err)
 				}

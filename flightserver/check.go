@@ -6,10 +6,10 @@ package flightserver
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionCheck names the check action.
@@ -84,8 +84,8 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 	}
 	explicit := len(names) > 0
 	if !explicit {
-		if names, err = s.catalog.names(); err != nil {
-			return nil, err
+		if names, err = s.cat.Names(); err != nil {
+			return nil, Status(err)
 		}
 	}
 	seen := map[string]bool{}
@@ -94,18 +94,22 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 		if seen[n] {
-			return nil, invalid("check: table %s is named twice", quoteName(n))
+			return nil, invalid("check: table %s is named twice", catalog.QuoteName(n))
 		}
 		seen[n] = true
-		if _, err := os.Stat(filepath.Join(s.catalog.root, n, tableformat.LogDir)); errors.Is(err, os.ErrNotExist) {
-			return nil, Status(notFound(n))
+		if !s.cat.HoldsLog(n) {
+			return nil, Status(catalog.NotFound(n))
 		}
 	}
 	out := CheckResult{OK: true, Repair: req.Repair, Tables: make([]CheckTable, 0, len(names))}
 	for _, n := range names {
 		// A fresh handle on the directory: the catalog's cached one may
 		// not open a damaged table, and must not stand in the way.
-		rep, err := tableformat.Check(ctx, s.catalog.fs(n), tableformat.CheckOptions{Repair: req.Repair, Options: s.catalog.opts})
+		fsys, err := s.cat.TableFS(n)
+		if err != nil {
+			return nil, Status(err)
+		}
+		rep, err := tableformat.Check(ctx, fsys, tableformat.CheckOptions{Repair: req.Repair, Options: s.cat.Options()})
 		var ct CheckTable
 		switch {
 		case errors.Is(err, tableformat.ErrNotFound):
@@ -113,7 +117,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 				Problem: "the table directory has a log directory but no commit and no CURRENT (a create that never finished?)",
 				Action:  "remove the directory if the table is not wanted, or restore its log from a backup"}}}
 		case err != nil:
-			return nil, Status(&tableError{name: n, err: err})
+			return nil, Status(&catalog.TableError{Name: n, Err: err})
 		default:
 			ct = checkTable(n, rep)
 		}
@@ -126,7 +130,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 			}
 		}
 		if repaired > 0 {
-			s.log.Info("check repaired a table", "table", n, "repairs", repaired, "version", ct.Version, "by", callerName(ctx))
+			s.log.Info("check repaired a table", "table", n, "repairs", repaired, "version", ct.Version, "by", guard.CallerName(ctx))
 		}
 		if !ct.OK {
 			s.log.Warn("check found problems", "table", n, "findings", len(ct.Findings)-repaired)

@@ -6,7 +6,9 @@ package flightserver
 import (
 	"context"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionCompact names the compact action.
@@ -43,12 +45,12 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// An unknown outcome comes with a report too; the error (which
 		// says the new segments were kept) is what the client gets.
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,
 			"outputs", rep.OutputSegments, "rows", rep.RowsWritten, "bytes_before", rep.BytesBefore, "bytes_after", rep.BytesAfter,
-			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", callerName(ctx))
+			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", guard.CallerName(ctx))
 	}
 	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
 }

@@ -5,12 +5,13 @@ package flightserver
 
 import (
 	"encoding/json"
-	"github.com/tsflight/tsflight/tableformat"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // compactRun runs the compact action and decodes its answer strictly.

@@ -29,29 +29,6 @@ type coverageRequest struct {
 	Version   *uint64                    `json:"version,omitempty"`
 }
 
-// spanJSON is a [start, end) stretch of the index in its own units.
-type spanJSON struct {
-	Start        any    `json:"start"`
-	End          any    `json:"end"`
-	EndInclusive bool   `json:"end_inclusive,omitempty"`
-	Intervals    uint64 `json:"intervals"`
-}
-
-func indexJSON(v tableformat.IndexValue) any {
-	switch v.Type {
-	case tableformat.IndexTimestamp:
-		return v.String()
-	case tableformat.IndexInt64:
-		return v.Int
-	default:
-		return v.Uint
-	}
-}
-
-func spanOf(s tableformat.Span) spanJSON {
-	return spanJSON{Start: indexJSON(s.Start), End: indexJSON(s.End), EndInclusive: s.EndInclusive, Intervals: s.Intervals}
-}
-
 func (s *Service) coverageAction(ctx context.Context, name string, body []byte) (any, error) {
 	var req coverageRequest
 	if err := decodeStrict(name, body, &req); err != nil {
@@ -79,17 +56,14 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 			return nil, err
 		}
 	}
-	out := map[string]any{"table": req.Table, "version": st.Version, "start": indexJSON(q.Start), "end": indexJSON(q.End)}
-	if req.Entity != nil {
-		out["entity"] = req.Entity
-	}
 	if name == ActionCoverage {
 		rep, err := tb.Coverage(ctx, st, q)
 		if err != nil {
 			return nil, Status(err)
 		}
-		out["intervals"], out["identities"], out["expected"], out["covered"], out["ratio"] = rep.Intervals, rep.Identities, rep.Expected, rep.Covered, rep.Ratio
-		return out, nil
+		a := NewCoverageAnswer(req.Table, st.Version, q, rep)
+		a.Entity = req.Entity
+		return a, nil
 	}
 	q.Limit = DefaultGapsLimit
 	if req.Limit != nil {
@@ -109,17 +83,7 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	if err != nil {
 		return nil, Status(err)
 	}
-	gaps := make([]spanJSON, len(rep.Gaps))
-	for i, g := range rep.Gaps {
-		gaps[i] = spanOf(g)
-	}
-	out["gaps"], out["truncated"], out["missing_intervals"] = gaps, rep.Truncated, rep.MissingIntervals
-	out["longest"], out["last_covered"] = nil, nil
-	if rep.Longest != nil {
-		out["longest"] = spanOf(*rep.Longest)
-	}
-	if rep.LastCovered != nil {
-		out["last_covered"] = spanOf(*rep.LastCovered)
-	}
-	return out, nil
+	a := newGapsAnswer(req.Table, st.Version, q, rep)
+	a.Entity = req.Entity
+	return a, nil
 }

@@ -3,14 +3,11 @@ package flightserver
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -19,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // damagedRoot is what makeDamagedRoot lays out under a server's root.
@@ -299,14 +297,7 @@ func TestListingHelpers(t *testing.T) {
 			t.Errorf("codeName(%v) = %q, want %q", c, got, want)
 		}
 	}
-	err := Status(rootError(&fs.PathError{Op: "open", Path: "/secret/root", Err: syscall.EACCES}))
-	if st := status.Convert(err); st.Code() != codes.Unavailable || strings.Contains(st.Message(), "/secret") || !strings.Contains(st.Message(), "permission denied") {
-		t.Errorf("root error: %v; want UNAVAILABLE, permission denied, no path", err)
-	}
-	if !errors.Is(rootError(os.ErrPermission), tableformat.ErrStorage) {
-		t.Error("rootError is not a storage error")
-	}
-	p := ProblemOf(Status(&tableError{name: "x", err: &tableformat.CorruptionError{Path: "_timeseries_log/CURRENT", Reason: "CURRENT is empty"}}))
+	p := ProblemOf(Status(&catalog.TableError{Name: "x", Err: &tableformat.CorruptionError{Path: "_timeseries_log/CURRENT", Reason: "CURRENT is empty"}}))
 	if p.State != TableDamaged || p.Code != "DATA_LOSS" || p.Error != `table "x": corrupt table: _timeseries_log/CURRENT: CURRENT is empty` {
 		t.Errorf("ProblemOf: %+v", p)
 	}

@@ -24,30 +24,6 @@ type gridRequest struct {
 	Version *uint64         `json:"version,omitempty"`
 }
 
-// gridResponse is the result of the coverage-grid action, in the order
-// the contract lists its members.
-type gridResponse struct {
-	Table           string        `json:"table"`
-	Version         uint64        `json:"version"`
-	Start           any           `json:"start"`
-	End             any           `json:"end"`
-	EndInclusive    bool          `json:"end_inclusive,omitempty"`
-	Intervals       uint64        `json:"intervals"`
-	Identities      uint64        `json:"identities"`
-	EntityColumns   []string      `json:"entity_columns"`
-	Edges           []any         `json:"edges"`
-	ColumnIntervals []uint64      `json:"column_intervals"`
-	Rows            []gridRowJSON `json:"rows"`
-	Covered         [][]uint64    `json:"covered"`
-}
-
-// gridRowJSON is one entity group of the grid.
-type gridRowJSON struct {
-	First      string `json:"first"`
-	Last       string `json:"last"`
-	Identities uint64 `json:"identities"`
-}
-
 // present reports whether an optional member was given (not absent, not
 // null).
 func present(raw json.RawMessage) bool {
@@ -111,20 +87,5 @@ func (s *Service) coverageGrid(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, Status(err)
 	}
-	out := &gridResponse{
-		Table: req.Table, Version: st.Version, Start: indexJSON(g.Start), End: indexJSON(g.End), EndInclusive: g.EndInclusive,
-		Intervals: g.Intervals, Identities: g.Identities, EntityColumns: g.EntityColumns,
-		Edges: make([]any, len(g.Edges)), ColumnIntervals: g.ColumnIntervals,
-		Rows: make([]gridRowJSON, len(g.Rows)), Covered: g.Covered,
-	}
-	for i, e := range g.Edges {
-		out.Edges[i] = indexJSON(e)
-	}
-	for i, r := range g.Rows {
-		out.Rows[i] = gridRowJSON{First: r.First, Last: r.Last, Identities: r.Identities}
-	}
-	if out.Covered == nil {
-		out.Covered = [][]uint64{}
-	}
-	return out, nil
+	return newGridAnswer(req.Table, st.Version, g), nil
 }

@@ -9,7 +9,6 @@ package flightserver
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -17,18 +16,13 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // FlightServiceName is the gRPC name of the Arrow Flight service. The
 // health service reports it beside "", the server as a whole.
 const FlightServiceName = "arrow.flight.protocol.FlightService"
-
-// healthMethods starts the full method name of every health call.
-const healthMethods = "/grpc.health.v1.Health/"
-
-// isHealthMethod reports whether method (a full gRPC method name) belongs
-// to the health service.
-func isHealthMethod(method string) bool { return strings.HasPrefix(method, healthMethods) }
 
 // healthServices are the service names the health service reports.
 var healthServices = []string{"", FlightServiceName}
@@ -104,7 +98,7 @@ func (h *Health) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*
 
 func unknownHealthService(name string) error {
 	return status.Errorf(codes.NotFound, "unknown service %q: this server reports %q (the whole server) and %q",
-		truncate(name, 128), healthServices[0], healthServices[1])
+		catalog.Truncate(name, 128), healthServices[0], healthServices[1])
 }
 
 // Watch sends the service's status, and again whenever it changes, until

@@ -27,6 +27,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // healthEnv is a server with tokens (read, write) and the health service,
@@ -34,7 +36,7 @@ import (
 type healthEnv struct {
 	t            *testing.T
 	svc          *Service
-	gate         *Gate
+	gate         *guard.Gate
 	srv          flight.Server
 	health       *Health
 	served       chan error
@@ -49,23 +51,23 @@ func startHealthServer(t *testing.T) *healthEnv {
 	t.Helper()
 	e := &healthEnv{t: t, served: make(chan error, 1)}
 	var err error
-	if e.read, err = NewToken(); err != nil {
+	if e.read, err = guard.NewToken(); err != nil {
 		t.Fatal(err)
 	}
-	if e.write, err = NewToken(); err != nil {
+	if e.write, err = guard.NewToken(); err != nil {
 		t.Fatal(err)
 	}
-	set, err := ParseTokens(strings.NewReader(e.read+" read name=reader\n"+HashToken(e.write)+" write name=writer\n"), "health test tokens")
+	set, err := guard.ParseTokens(strings.NewReader(e.read+" read name=reader\n"+guard.HashToken(e.write)+" write name=writer\n"), "health test tokens")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tokens atomic.Pointer[TokenSet]
+	var tokens atomic.Pointer[guard.TokenSet]
 	tokens.Store(set)
-	auth := NewAuth(AuthOptions{Tokens: tokens.Load})
+	auth := guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: tokens.Load})
 	if e.svc, err = New(DefaultOptions(t.TempDir())); err != nil {
 		t.Fatal(err)
 	}
-	gate, err := NewGate(nil)
+	gate, err := guard.NewGate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // testServer is a real Flight server on a loopback port over a temporary
@@ -47,7 +49,7 @@ func startServer(t *testing.T, tweak func(*Options)) *testServer {
 
 // startGatedServer is startServer with the limits of gate in force (nil:
 // none, as startServer) and extra gRPC server options.
-func startGatedServer(t *testing.T, tweak func(*Options), gate *Gate, extra ...grpc.ServerOption) *testServer {
+func startGatedServer(t *testing.T, tweak func(*Options), gate *guard.Gate, extra ...grpc.ServerOption) *testServer {
 	t.Helper()
 	ts := &testServer{
 		t:      t,

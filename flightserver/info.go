@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // requestOf turns a descriptor into a scan request: a PATH descriptor with
@@ -59,7 +60,7 @@ func (s *Service) resolve(ctx context.Context, req *ScanRequest) (*tableformat.T
 	st := tb.State()
 	if req.Version != nil {
 		if st, err = tb.StateAt(ctx, *req.Version); err != nil {
-			return nil, nil, Status(&tableError{name: req.Table, err: err})
+			return nil, nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 		}
 	}
 	return tb, st, nil

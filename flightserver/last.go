@@ -18,7 +18,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionLast names the action returning the newest row per entity.
@@ -56,7 +58,7 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 		return nil, err
 	}
 	if len(st.Index().EntityColumns) == 0 {
-		return nil, invalid("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", quoteName(req.Table))
+		return nil, invalid("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", catalog.QuoteName(req.Table))
 	}
 	opts := tableformat.LastOptions{Alloc: s.scanAlloc()}
 	if len(req.Columns) > 0 { // "columns": [] means every column, as in a scan
@@ -81,7 +83,7 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 	}
 	rec, err := tb.LastValues(ctx, st, opts)
 	if err != nil {
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	defer rec.Release()
 	out, err := ipcStream(rec, s.alloc)
@@ -102,7 +104,7 @@ func (s *Service) maxResultSize() int {
 	if s.opts.MaxResultSize > 0 {
 		return s.opts.MaxResultSize
 	}
-	return DefaultMaxMsgSize
+	return guard.DefaultMaxMsgSize
 }
 
 // ipcStream encodes rec as a whole Arrow IPC stream: the schema, rec (even

@@ -15,11 +15,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
-func newGate(t *testing.T, l *Limits) *Gate {
+func newGate(t *testing.T, l *guard.Limits) *guard.Gate {
 	t.Helper()
-	g, err := NewGate(l)
+	g, err := guard.NewGate(l)
 	if err != nil {
 		t.Fatalf("NewGate: %v", err)
 	}
@@ -29,24 +31,24 @@ func newGate(t *testing.T, l *Limits) *Gate {
 func TestLimitsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		tweak func(*Limits)
+		tweak func(*guard.Limits)
 		want  string
 	}{
-		{"negative receive size", func(l *Limits) { l.MaxRecvMsgSize = -1 }, "MaxRecvMsgSize"},
-		{"receive size past int32", func(l *Limits) { l.MaxRecvMsgSize = 1 << 31 }, "MaxRecvMsgSize"},
-		{"negative send size", func(l *Limits) { l.MaxSendMsgSize = -5 }, "MaxSendMsgSize"},
-		{"negative keepalive", func(l *Limits) { l.KeepaliveTime = -time.Second }, "KeepaliveTime"},
-		{"negative keepalive timeout", func(l *Limits) { l.KeepaliveTimeout = -time.Second }, "KeepaliveTimeout"},
+		{"negative receive size", func(l *guard.Limits) { l.MaxRecvMsgSize = -1 }, "MaxRecvMsgSize"},
+		{"receive size past int32", func(l *guard.Limits) { l.MaxRecvMsgSize = 1 << 31 }, "MaxRecvMsgSize"},
+		{"negative send size", func(l *guard.Limits) { l.MaxSendMsgSize = -5 }, "MaxSendMsgSize"},
+		{"negative keepalive", func(l *guard.Limits) { l.KeepaliveTime = -time.Second }, "KeepaliveTime"},
+		{"negative keepalive timeout", func(l *guard.Limits) { l.KeepaliveTimeout = -time.Second }, "KeepaliveTimeout"},
 	} {
-		l := DefaultLimits()
+		l := guard.DefaultLimits()
 		tc.tweak(l)
-		_, err := NewGate(l)
+		_, err := guard.NewGate(l)
 		wantCode(t, tc.name, err, codes.InvalidArgument, tc.want)
 	}
 	// Zero fields mean the defaults.
-	g := newGate(t, &Limits{})
-	if got := g.Limits(); got != *DefaultLimits() {
-		t.Fatalf("zero limits filled as %+v, want the defaults %+v", got, *DefaultLimits())
+	g := newGate(t, &guard.Limits{})
+	if got := g.Limits(); got != *guard.DefaultLimits() {
+		t.Fatalf("zero limits filled as %+v, want the defaults %+v", got, *guard.DefaultLimits())
 	}
 }
 
@@ -94,7 +96,7 @@ func tableFiles(t *testing.T, dir string) []string {
 // at the server's request timeout with DeadlineExceeded,
 // commits nothing and leaves no file; the gate counts it out.
 func TestRequestTimeoutEndsStalledPut(t *testing.T) {
-	gate := newGate(t, &Limits{RequestTimeout: 2 * time.Second})
+	gate := newGate(t, &guard.Limits{RequestTimeout: 2 * time.Second})
 	ts := startGatedServer(t, nil, gate)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
@@ -133,7 +135,7 @@ func TestRequestTimeoutEndsStalledPut(t *testing.T) {
 // refused at once with ResourceExhausted naming the flag; when they end,
 // calls are admitted again, and the refused call wrote nothing.
 func TestMaxCallsRefusesBeyondTheLimit(t *testing.T) {
-	gate := newGate(t, &Limits{MaxCalls: 2})
+	gate := newGate(t, &guard.Limits{MaxCalls: 2})
 	ts := startGatedServer(t, nil, gate)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
@@ -170,14 +172,14 @@ func TestMaxCallsRefusesBeyondTheLimit(t *testing.T) {
 // TestHeaderListSizeBounded: a call whose headers exceed MaxHeaderListSize
 // is refused before it reaches the server, which goes on answering.
 func TestHeaderListSizeBounded(t *testing.T) {
-	gate := newGate(t, DefaultLimits())
+	gate := newGate(t, guard.DefaultLimits())
 	ts := startGatedServer(t, nil, gate)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
-	big := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", MaxHeaderListSize))
+	big := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", guard.MaxHeaderListSize))
 	_, err := ts.action(big, ActionDescribeTable, map[string]any{"table": "cpu"})
 	if err == nil || !strings.Contains(err.Error(), "header list size") {
-		t.Fatalf("a call with %d bytes of headers: %v, want refused for its header list size", MaxHeaderListSize, err)
+		t.Fatalf("a call with %d bytes of headers: %v, want refused for its header list size", guard.MaxHeaderListSize, err)
 	}
 	ok := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", 4<<10))
 	if _, err := ts.action(ok, ActionDescribeTable, map[string]any{"table": "cpu"}); err != nil {
@@ -189,7 +191,7 @@ func TestHeaderListSizeBounded(t *testing.T) {
 // on a busy connection waits (here until its deadline) without reaching
 // the server, while another connection is served.
 func TestStreamsPerConnQueues(t *testing.T) {
-	gate := newGate(t, &Limits{MaxStreamsPerConn: 1})
+	gate := newGate(t, &guard.Limits{MaxStreamsPerConn: 1})
 	ts := startGatedServer(t, nil, gate)
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
@@ -266,7 +268,7 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	}
 
 	const timeout = 2 * time.Second
-	gate := newGate(t, &Limits{RequestTimeout: timeout})
+	gate := newGate(t, &guard.Limits{RequestTimeout: timeout})
 	ts := startGatedServer(t, func(o *Options) { o.Root = plain.root; o.MaxEndpoints = 1 }, gate)
 	info := ts.info(ctx, pathDesc("big"))
 	base := settledGoroutines()

@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // MetricsNamespace starts the name of every metric a tsflight server
@@ -39,7 +41,7 @@ var callDurationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 // MetricsOptions configure NewMetrics. The zero value is usable.
 type MetricsOptions struct {
 	// Gate, when set, adds the calls it runs and refuses.
-	Gate *Gate
+	Gate *guard.Gate
 	// MaxTables bounds the tables that get series of their own in the
 	// per-table gauges (0 = DefaultMaxTableSeries): the first MaxTables
 	// in name order; the rest are summed under table="_other".
@@ -144,7 +146,7 @@ func (m *Metrics) Middleware() flight.ServerMiddleware {
 			// methodName (scope.go): "/arrow.flight.protocol.FlightService/DoGet"
 			// → "DoGet". The interceptors see only the methods of registered
 			// services, so the label takes a bounded set of values.
-			method := methodName(info.FullMethod)
+			method := guard.MethodName(info.FullMethod)
 			start := time.Now()
 			defer func() { m.finish(method, start, err) }()
 			m.bytesIn.WithLabelValues(method).Add(float64(messageSize(req)))
@@ -155,7 +157,7 @@ func (m *Metrics) Middleware() flight.ServerMiddleware {
 			return resp, err
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
-			method := methodName(info.FullMethod)
+			method := guard.MethodName(info.FullMethod)
 			start := time.Now()
 			open := m.openStreams.WithLabelValues(method)
 			open.Inc()
@@ -185,7 +187,7 @@ func (m *Metrics) ServerOptions() []grpc.ServerOption {
 func (m *Metrics) CountRefused(fullMethod string) {
 	method := "other"
 	if strings.HasPrefix(fullMethod, "/arrow.flight.protocol.FlightService/") {
-		method = methodName(fullMethod)
+		method = guard.MethodName(fullMethod)
 	}
 	m.calls.WithLabelValues(method, codes.Unauthenticated.String()).Inc()
 }

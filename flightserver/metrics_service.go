@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -72,7 +73,7 @@ func (s *Service) countAppend(res *tableformat.AppendResult, err error) {
 // serviceCollector exports a Service's counts and what it holds now.
 type serviceCollector struct {
 	svc  *Service
-	gate *Gate
+	gate *guard.Gate
 
 	rowsIn, rowsOut                *prometheus.Desc
 	commits, retries, conflicts    *prometheus.Desc
@@ -86,7 +87,7 @@ type serviceCollector struct {
 	maintEnabled, maintPaused      *prometheus.Desc
 }
 
-func newServiceCollector(svc *Service, gate *Gate) *serviceCollector {
+func newServiceCollector(svc *Service, gate *guard.Gate) *serviceCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(MetricsNamespace+"_"+name, help, labels, nil)
 	}
@@ -163,8 +164,8 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.maintEnabled, boolGauge(on))
 	gauge(c.maintPaused, boolGauge(on && paused))
 	if c.gate != nil {
-		gauge(c.callsRunning, c.gate.inFlight.Load())
-		counter(c.callsRefused, c.gate.refused.Load())
+		gauge(c.callsRunning, c.gate.InFlight())
+		counter(c.callsRefused, c.gate.Refused())
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -454,7 +455,7 @@ func TestOpsRoutes(t *testing.T) {
 // token, as Flight calls do; the probes stay open.
 func TestOpsMetricsNeedToken(t *testing.T) {
 	tok := newCatTokens(t)
-	s := startOpsServer(t, nil, &OpsOptions{Auth: NewAuth(AuthOptions{Tokens: tok.set.Load})})
+	s := startOpsServer(t, nil, &OpsOptions{Auth: guard.NewAuth(guard.AuthOptions{Classify: Scopes(), Tokens: tok.set.Load})})
 	for _, c := range []struct {
 		header, want string
 	}{
@@ -543,7 +544,7 @@ func TestMetricsRefusals(t *testing.T) {
 // With client certificates as the only authentication, a request that
 // came without a verified certificate (not over TLS) is refused.
 func TestOpsMetricsNeedClientCertificate(t *testing.T) {
-	s := startOpsServer(t, nil, &OpsOptions{Auth: NewAuth(AuthOptions{ClientCertificates: true})})
+	s := startOpsServer(t, nil, &OpsOptions{Auth: guard.NewAuth(guard.AuthOptions{Classify: Scopes(), ClientCertificates: true})})
 	if code, body := s.get("/metrics"); code != http.StatusUnauthorized || !strings.Contains(body, "a verified client certificate is required") {
 		t.Fatalf("/metrics without a certificate: %d %q, want 401", code, body)
 	}

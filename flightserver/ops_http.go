@@ -7,7 +7,6 @@ package flightserver
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,8 +16,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // OpsOptions configure an OpsHandler.
@@ -32,7 +32,7 @@ type OpsOptions struct {
 	// either scope. With client certificates only, the listener's TLS
 	// has checked the certificate. /healthz and /readyz tell only
 	// whether the server is up and ready, and stay open, for probes.
-	Auth *Auth
+	Auth *guard.Auth
 	// Logger receives refused scrapes and failed readiness checks; nil
 	// discards.
 	Logger hclog.Logger
@@ -133,7 +133,7 @@ func (h *OpsHandler) authorized(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.checkHTTP(r); err != nil {
+		if err := a.CheckHTTP(r); err != nil {
 			msg := status.Convert(err).Message()
 			h.log.Info("HTTP request refused", "path", r.URL.Path, "peer", r.RemoteAddr, "reason", msg)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tsflight"`)
@@ -142,39 +142,6 @@ func (h *OpsHandler) authorized(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// checkHTTP authenticates an HTTP request the way Middleware does a call:
-// its token, or with client certificates only, a verified certificate.
-// The errors are the Flight calls' (they quote no secret).
-func (a *Auth) checkHTTP(r *http.Request) error {
-	if a.o.Tokens == nil {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			return nil
-		}
-		return status.Error(codes.Unauthenticated, "a verified client certificate is required")
-	}
-	secret, err := credentialOf(r.Header.Values(authorizationKey))
-	if err != nil {
-		return err
-	}
-	_, err = a.check(secret)
-	return err
-}
-
-// HTTPConfig is Config for an HTTP/1.1 listener (Config offers gRPC's
-// HTTP/2 only): the same certificates, reloaded the same way, and the
-// same client-certificate rule.
-func (t *ServerTLS) HTTPConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			c := t.cfg.Load().Clone()
-			c.NextProtos = []string{"http/1.1"}
-			return c, nil
-		},
-	}
 }
 
 // plain answers with one line of text.

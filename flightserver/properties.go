@@ -9,7 +9,9 @@ import (
 	"errors"
 	"maps"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionSetProperties names the set-properties action.
@@ -63,14 +65,14 @@ func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 					props[k] = val
 				}
 			}
-			s.log.Info("table properties set", "table", req.Table, "version", v, "properties", len(req.Properties), "by", callerName(ctx))
+			s.log.Info("table properties set", "table", req.Table, "version", v, "properties", len(req.Properties), "by", guard.CallerName(ctx))
 			return SetPropertiesResult{Table: req.Table, Version: v, Properties: props}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
-			return nil, Status(&tableError{name: req.Table, err: err})
+			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 		}
 		if _, err := tb.Refresh(ctx); err != nil {
-			return nil, Status(&tableError{name: req.Table, err: err})
+			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -115,7 +116,7 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 			return s.Table(ctx, cmd.Table)
 		}
 		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
-			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", quoteName(cmd.Create.Table), quoteName(cmd.Table))
+			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", catalog.QuoteName(cmd.Create.Table), catalog.QuoteName(cmd.Table))
 		}
 		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first, false)
 		return tb, err
@@ -226,7 +227,7 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 	}
 	tb, err = s.Table(ctx, name)
 	if err == nil && exclusive {
-		return nil, false, Status(&tableError{name: name, err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)})
+		return nil, false, Status(&catalog.TableError{Name: name, Err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)})
 	}
 	if err == nil || !isNotFound(err) {
 		return tb, false, err
@@ -239,7 +240,8 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 			return nil, false, err
 		}
 	}
-	tb, err = s.catalog.create(ctx, name, co)
+	tb, err = s.cat.Create(ctx, name, co)
+	err = Status(err)
 	if isAlreadyExists(err) && !exclusive { // created concurrently: use it
 		tb, err = s.Table(ctx, name)
 		return tb, false, err
@@ -251,7 +253,7 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 // it (CheckOnly: every check of an append, no Parquet encoded), returning
 // the append's error as a status.
 func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, rec arrow.RecordBatch) error {
-	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.catalog.opts)
+	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.cat.Options())
 	if err != nil {
 		return Status(err)
 	}

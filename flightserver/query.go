@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ScanRequest is the JSON body of a CMD descriptor (and the content of a
@@ -70,7 +71,7 @@ func decodeStrict(what string, data []byte, v any) error {
 	case deep:
 		return invalid("%s: the JSON body nests deeper than %d levels", what, maxJSONDepth)
 	case dup:
-		return invalid("%s: the JSON body gives %s more than once", what, quoteName(key))
+		return invalid("%s: the JSON body gives %s more than once", what, catalog.QuoteName(key))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

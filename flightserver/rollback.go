@@ -7,7 +7,9 @@ package flightserver
 import (
 	"context"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionRollback names the rollback action.
@@ -47,11 +49,11 @@ func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// An unknown outcome comes with a report too; the error is what
 		// the client gets.
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table rolled back", "table", req.Table, "to", rep.TargetVersion, "from", rep.StartingVersion, "version", rep.CommittedVersion,
-			"removed", len(rep.Removed), "added", len(rep.Added), "rows_before", rep.RowsBefore, "rows_after", rep.RowsAfter, "by", callerName(ctx))
+			"removed", len(rep.Removed), "added", len(rep.Added), "rows_before", rep.RowsBefore, "rows_after", rep.RowsAfter, "by", guard.CallerName(ctx))
 	}
 	return RollbackResult{Table: req.Table, RollbackReport: *rep}, nil
 }

@@ -12,7 +12,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
+
+// Scopes is the Flight service's classifier of calls for Auth:
+// which methods, DoPut descriptors and actions need write scope.
+func Scopes() guard.Classifier { return scopes{} }
+
+type scopes struct{}
+
+func (scopes) Method(fullMethod string) (string, bool)       { return classifyMethod(fullMethod) }
+func (scopes) Put(d *flight.FlightDescriptor) (string, bool) { return classifyPut(d) }
+func (scopes) Action(a *flight.Action) (string, bool)        { return classifyAction(a) }
+
+// flightService starts the full name of every Flight method.
+const flightService = "/" + FlightServiceName + "/"
 
 // readMethods are the Flight methods that never write, whatever they carry.
 var readMethods = map[string]bool{
@@ -57,11 +73,7 @@ var readActions = map[string]bool{
 // classifyMethod says whether a method needs write scope whatever its
 // messages (DoPut and DoAction are judged by their first message instead).
 func classifyMethod(method string) (what string, write bool) {
-	return methodName(method), !readMethods[method]
-}
-
-func methodName(method string) string {
-	return method[strings.LastIndexByte(method, '/')+1:]
+	return guard.MethodName(method), !readMethods[method]
 }
 
 // sqlCommandPrefix starts the type URL of every Flight SQL command.
@@ -97,7 +109,7 @@ func classifyPut(d *flight.FlightDescriptor) (what string, write bool) {
 // their body). An action no service knows reads: it is refused anyway.
 func classifyAction(a *flight.Action) (what string, write bool) {
 	typ := a.GetType()
-	what = "action " + truncate(typ, 64)
+	what = "action " + catalog.Truncate(typ, 64)
 	if typ == ActionCheck {
 		// Decoded exactly as the action decodes it.
 		body, err := decodeCheckRequest(a.GetBody())

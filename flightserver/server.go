@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
+	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // Options configure a Service. Use DefaultOptions and change fields.
@@ -105,13 +107,13 @@ func DefaultOptions(root string) *Options { return &Options{Root: root} }
 // flight.FlightServer; Flight SQL wraps it (see package flightsql).
 type Service struct {
 	flight.BaseFlightServer
-	opts    Options
-	log     hclog.Logger
-	alloc   memory.Allocator
-	catalog *catalog
-	slots   chan struct{}
-	budget  *byteBudget
-	cache   *tableformat.ScanCache // nil: no scan cache
+	opts   Options
+	log    hclog.Logger
+	alloc  memory.Allocator
+	cat    *catalog.Catalog
+	slots  chan struct{}
+	budget *byteBudget
+	cache  *tableformat.ScanCache // nil: no scan cache
 	// zeroCopy is set once GRPCOptions installed the zero-copy codec.
 	zeroCopy atomic.Bool
 	maint    *maintainer
@@ -177,7 +179,7 @@ func New(opts *Options) (*Service, error) {
 	}
 	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots),
 		budget: newByteBudget(o.StreamBudget, o.StallTimeout, o.Logger.Named("stream-budget"))}
-	s.catalog = newCatalog(root, o.Table)
+	s.cat = catalog.New(storage.Local(root), o.Table)
 	s.maint = newMaintainer()
 	if o.ScanCacheBytes > 0 {
 		s.cache = tableformat.NewScanCache(o.ScanCacheBytes, s.scanAlloc())
@@ -210,17 +212,27 @@ func (s *Service) Root() string { return s.opts.Root }
 // Table opens (or returns the cached handle of) the named table, refreshed
 // to its newest version.
 func (s *Service) Table(ctx context.Context, name string) (*tableformat.Table, error) {
-	return s.catalog.open(ctx, name)
+	tb, err := s.cat.Open(ctx, name)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return tb, nil
 }
 
 // TableNames lists the tables under the root, sorted: damaged ones too
 // (opening them says what is wrong), not the phantom directories a create
-// that never committed leaves behind (see catalog.phantom).
-func (s *Service) TableNames() ([]string, error) { return s.catalog.tableNames() }
+// that never committed leaves behind (see catalog.Catalog.Phantom).
+func (s *Service) TableNames() ([]string, error) {
+	names, err := s.cat.Tables()
+	return names, Status(err)
+}
 
 // IsTable reports whether name, exactly, is one of the names TableNames
 // lists, without listing the root.
-func (s *Service) IsTable(name string) bool { return s.catalog.isTable(name) }
+func (s *Service) IsTable(name string) bool { return s.cat.IsTable(name) }
+
+// Catalog is the service's catalog of tables.
+func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 
 // scanAlloc is the allocator of scan output and of the batches DoGet
 // merges from it.

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // stallStreams opens n DoGet streams of the table's whole scan, each on
@@ -221,7 +223,7 @@ func stallTable(t *testing.T, ts *testServer) int {
 // connections are closed, the budget comes back and the new client reads
 // the whole table. The stalled clients learn it as UNAVAILABLE.
 func TestStallEviction(t *testing.T) {
-	gate, err := NewGate(nil)
+	gate, err := guard.NewGate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +299,7 @@ func TestStallNoEvictionWithoutPressure(t *testing.T) {
 		budget int64
 	}{{"default-budget", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate, err := NewGate(nil)
+			gate, err := guard.NewGate(nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,6 +65,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -162,8 +163,8 @@ func (b *byteBudget) idle() {
 // allocates its memory.
 func (b *byteBudget) open(ctx context.Context, base memory.Allocator) *streamMem {
 	s := &streamMem{b: b, base: base, progress: time.Now()}
-	s.closeConn, s.peer = connCloser(ctx)
-	s.conn, _ = ConnContext(ctx)
+	s.closeConn, s.peer = guard.ConnCloser(ctx)
+	s.conn, _ = guard.ConnContext(ctx)
 	b.mu.Lock()
 	b.streams[s] = struct{}{}
 	b.mu.Unlock()

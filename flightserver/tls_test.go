@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
@@ -113,7 +114,7 @@ func actionTypesOf(ctx context.Context, c flight.Client) ([]string, error) {
 
 func TestTLSServesAndReloads(t *testing.T) {
 	pki := newTestPKI(t)
-	st, err := NewServerTLS(TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile})
+	st, err := guard.NewServerTLS(guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,17 +195,17 @@ func TestTLSFilesRefused(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		files TLSFiles
+		files guard.TLSFiles
 		frag  string
 	}{
-		{"no key", TLSFiles{CertFile: pki.certFile}, "both a certificate file and a key file"},
-		{"no certificate", TLSFiles{KeyFile: pki.keyFile}, "both a certificate file and a key file"},
-		{"missing certificate", TLSFiles{CertFile: missing, KeyFile: pki.keyFile}, missing},
-		{"key of another certificate", TLSFiles{CertFile: pki.certFile, KeyFile: pki.clientKF}, pki.certFile},
-		{"missing client CA", TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: missing}, "client CA"},
-		{"client CA without certificates", TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: garbage}, garbage},
+		{"no key", guard.TLSFiles{CertFile: pki.certFile}, "both a certificate file and a key file"},
+		{"no certificate", guard.TLSFiles{KeyFile: pki.keyFile}, "both a certificate file and a key file"},
+		{"missing certificate", guard.TLSFiles{CertFile: missing, KeyFile: pki.keyFile}, missing},
+		{"key of another certificate", guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.clientKF}, pki.certFile},
+		{"missing client CA", guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: missing}, "client CA"},
+		{"client CA without certificates", guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: garbage}, garbage},
 	} {
-		st, err := NewServerTLS(c.files)
+		st, err := guard.NewServerTLS(c.files)
 		if err == nil || st != nil || !strings.Contains(err.Error(), c.frag) {
 			t.Errorf("%s: %v, %v; want an error naming %q", c.name, st, err, c.frag)
 		}
@@ -213,7 +214,7 @@ func TestTLSFilesRefused(t *testing.T) {
 
 func TestTLSMutualRequiresClientCertificate(t *testing.T) {
 	pki := newTestPKI(t)
-	st, err := NewServerTLS(TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
+	st, err := guard.NewServerTLS(guard.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 const (
@@ -23,11 +25,11 @@ func TestTokenParseAccepts(t *testing.T) {
 	text := "# tokens for the tests\n" +
 		"\n" +
 		"   " + secretA + "   read   name=alice  \n" +
-		HashToken(secretB) + " write expires=2030-01-31T12:00:00+01:00\n" +
+		guard.HashToken(secretB) + " write expires=2030-01-31T12:00:00+01:00\n" +
 		"# another comment\n" +
 		secretC + " read expires=2031-02-01 name=carol; tsf_" + strings.Repeat("x", 20) + " write ;; \n" +
 		"\t\n"
-	set, err := ParseTokens(strings.NewReader(text), "tokens.txt")
+	set, err := guard.ParseTokens(strings.NewReader(text), "tokens.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,28 +37,28 @@ func TestTokenParseAccepts(t *testing.T) {
 		t.Fatalf("Len %d, want 4", set.Len())
 	}
 	a, ok := set.Lookup(secretA)
-	if !ok || a.Name != "alice" || a.Scope != ScopeRead || !a.Expires.IsZero() {
+	if !ok || a.Name != "alice" || a.Scope != guard.ScopeRead || !a.Expires.IsZero() {
 		t.Fatalf("alice: %+v %v", a, ok)
 	}
 	b, ok := set.Lookup(secretB)
-	wantB := HashToken(secretB)[:len("sha256:")+12]
-	if !ok || b.Name != wantB || b.Scope != ScopeWrite || !b.Expires.Equal(time.Date(2030, 1, 31, 11, 0, 0, 0, time.UTC)) {
+	wantB := guard.HashToken(secretB)[:len("sha256:")+12]
+	if !ok || b.Name != wantB || b.Scope != guard.ScopeWrite || !b.Expires.Equal(time.Date(2030, 1, 31, 11, 0, 0, 0, time.UTC)) {
 		t.Fatalf("hashed token: %+v %v, want name %s", b, ok, wantB)
 	}
 	c, ok := set.Lookup(secretC)
-	if !ok || c.Name != "carol" || c.Scope != ScopeRead || !c.Expires.Equal(time.Date(2031, 2, 1, 0, 0, 0, 0, time.UTC)) {
+	if !ok || c.Name != "carol" || c.Scope != guard.ScopeRead || !c.Expires.Equal(time.Date(2031, 2, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("carol: %+v %v", c, ok)
 	}
 	d, ok := set.Lookup("tsf_" + strings.Repeat("x", 20))
-	if !ok || d.Scope != ScopeWrite || !strings.HasPrefix(d.Name, "sha256:") {
+	if !ok || d.Scope != guard.ScopeWrite || !strings.HasPrefix(d.Name, "sha256:") {
 		t.Fatalf("second entry of a ';' line: %+v %v", d, ok)
 	}
-	for _, s := range []string{"", "alpha-secret-012345678", secretA + " ", HashToken(secretA), "ALPHA-SECRET-0123456789"} {
+	for _, s := range []string{"", "alpha-secret-012345678", secretA + " ", guard.HashToken(secretA), "ALPHA-SECRET-0123456789"} {
 		if tok, ok := set.Lookup(s); ok {
 			t.Errorf("Lookup(%q) found %+v", s, tok)
 		}
 	}
-	var none *TokenSet
+	var none *guard.TokenSet
 	if _, ok := none.Lookup(secretA); ok || none.Len() != 0 {
 		t.Fatal("a nil set holds tokens")
 	}
@@ -68,7 +70,7 @@ func TestTokenParseAccepts(t *testing.T) {
 	if a.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatal("a token without expiry expired")
 	}
-	if ScopeRead.String() != "read" || ScopeWrite.String() != "write" || ScopeNone.String() != "none" {
+	if guard.ScopeRead.String() != "read" || guard.ScopeWrite.String() != "write" || guard.ScopeNone.String() != "none" {
 		t.Fatal("Scope.String")
 	}
 }
@@ -85,7 +87,7 @@ func TestTokenParseRefuses(t *testing.T) {
 		{"short secret", "# c\nshort-secret-15 read\n", "line 2", "at least 16", []string{"short-secret-15"}},
 		{"non-ASCII", "geheimnis-schlüssel-1234 read\n", "line 1", "printable ASCII", []string{"geheimnis"}},
 		{"control character", "secret-with-\x07-bell-123 read\n", "line 1", "printable ASCII", []string{"secret-with"}},
-		{"hash too short", HashToken(secretA)[:40] + " read\n", "line 1", "64 hex digits", nil},
+		{"hash too short", guard.HashToken(secretA)[:40] + " read\n", "line 1", "64 hex digits", nil},
 		{"hash not hex", "sha256:" + strings.Repeat("zz", 32) + " read\n", "line 1", "64 hex digits", nil},
 		{"bad scope", long + " admin\n", "line 1", `scope "admin"`, []string{long}},
 		{"two tokens on one line", long + " " + other + " write\n", "line 1", "not quoted", []string{long, other}},
@@ -97,16 +99,16 @@ func TestTokenParseRefuses(t *testing.T) {
 		{"bad expiry", long + " read expires=next-tuesday\n", "line 1", `expires="next-tuesday"`, []string{long}},
 		{"expiry without zone", long + " read expires=2030-01-01T00:00:00\n", "line 1", "RFC 3339", []string{long}},
 		{"same secret twice", long + " read\n# x\n" + long + " write\n", "line 3", "same token as line 1", []string{long}},
-		{"secret and its hash", long + " read; " + HashToken(long) + " write\n", "line 1", "same token as line 1", []string{long}},
-		{"hash and its secret", HashToken(long) + " read\n" + long + " write name=w\n", "line 2", "same token as line 1", []string{long}},
+		{"secret and its hash", long + " read; " + guard.HashToken(long) + " write\n", "line 1", "same token as line 1", []string{long}},
+		{"hash and its secret", guard.HashToken(long) + " read\n" + long + " write name=w\n", "line 2", "same token as line 1", []string{long}},
 	} {
-		set, err := ParseTokens(strings.NewReader(c.text), "tokens.txt")
+		set, err := guard.ParseTokens(strings.NewReader(c.text), "tokens.txt")
 		if err == nil {
 			t.Errorf("%s: accepted (%d tokens)", c.name, set.Len())
 			continue
 		}
 		msg := err.Error()
-		if !errors.Is(err, ErrBadTokens) || !strings.Contains(msg, "tokens.txt "+c.line) || !strings.Contains(msg, c.frag) {
+		if !errors.Is(err, guard.ErrBadTokens) || !strings.Contains(msg, "tokens.txt "+c.line) || !strings.Contains(msg, c.frag) {
 			t.Errorf("%s: %q, want ErrBadTokens naming tokens.txt %s and %q", c.name, msg, c.line, c.frag)
 		}
 		for _, s := range c.secrets {
@@ -115,7 +117,7 @@ func TestTokenParseRefuses(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParseScope("Write"); !errors.Is(err, ErrBadTokens) {
+	if _, err := guard.ParseScope("Write"); !errors.Is(err, guard.ErrBadTokens) {
 		t.Fatalf("ParseScope(Write): %v", err)
 	}
 }
@@ -129,15 +131,15 @@ func writeTokens(t *testing.T, path, text string) {
 
 func TestTokenFileReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
-	if _, err := OpenTokenFile(path); err == nil || !errors.Is(err, ErrBadTokens) {
+	if _, err := guard.OpenTokenFile(path); err == nil || !errors.Is(err, guard.ErrBadTokens) {
 		t.Fatalf("OpenTokenFile of a missing file: %v", err)
 	}
 	writeTokens(t, path, "# only comments\n\n")
-	if _, err := OpenTokenFile(path); err == nil || !strings.Contains(err.Error(), "holds no tokens") {
+	if _, err := guard.OpenTokenFile(path); err == nil || !strings.Contains(err.Error(), "holds no tokens") {
 		t.Fatalf("OpenTokenFile of an empty file: %v", err)
 	}
 	writeTokens(t, path, secretA+" read name=a\n")
-	tf, err := OpenTokenFile(path)
+	tf, err := guard.OpenTokenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func TestTokenFileReload(t *testing.T) {
 	} {
 		writeTokens(t, path, c.text)
 		changed, err := tf.Reload()
-		if changed || !errors.Is(err, ErrBadTokens) || !strings.Contains(err.Error(), c.frag) {
+		if changed || !errors.Is(err, guard.ErrBadTokens) || !strings.Contains(err.Error(), c.frag) {
 			t.Fatalf("%s file: %v %v, want an error naming %q", c.name, changed, err, c.frag)
 		}
 		if tf.Tokens() != second {
@@ -215,11 +217,11 @@ func TestTokenFileReload(t *testing.T) {
 
 func TestTokenAppendLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
-	tok, err := NewToken()
+	tok, err := guard.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendTokenLine(path, HashToken(tok)+" read name=first"); err != nil {
+	if err := guard.AppendTokenLine(path, guard.HashToken(tok)+" read name=first"); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -238,17 +240,17 @@ func TestTokenAppendLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if err := AppendTokenLine(path, secretA+" write name=second"); err != nil {
+	if err := guard.AppendTokenLine(path, secretA+" write name=second"); err != nil {
 		t.Fatal(err)
 	}
-	tf, err := OpenTokenFile(path)
+	tf, err := guard.OpenTokenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, ok := tf.Tokens().Lookup(tok); !ok || a.Name != "first" || a.Scope != ScopeRead {
+	if a, ok := tf.Tokens().Lookup(tok); !ok || a.Name != "first" || a.Scope != guard.ScopeRead {
 		t.Fatalf("first: %+v %v", a, ok)
 	}
-	if b, ok := tf.Tokens().Lookup(secretA); !ok || b.Name != "second" || b.Scope != ScopeWrite {
+	if b, ok := tf.Tokens().Lookup(secretA); !ok || b.Name != "second" || b.Scope != guard.ScopeWrite {
 		t.Fatalf("second: %+v %v", b, ok)
 	}
 
@@ -258,14 +260,14 @@ func TestTokenAppendLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		secretA + " read",              // the same token again
-		HashToken(tok) + " write",      // its hash again
-		secretB + " root",              // bad scope
-		"too-short read",               // short secret
-		secretB + " read expires=soon", // bad expiry
+		secretA + " read",               // the same token again
+		guard.HashToken(tok) + " write", // its hash again
+		secretB + " root",               // bad scope
+		"too-short read",                // short secret
+		secretB + " read expires=soon",  // bad expiry
 	} {
-		err := AppendTokenLine(path, line)
-		if !errors.Is(err, ErrBadTokens) {
+		err := guard.AppendTokenLine(path, line)
+		if !errors.Is(err, guard.ErrBadTokens) {
 			t.Errorf("AppendTokenLine(%q): %v, want ErrBadTokens", line, err)
 		}
 		after, _ := os.ReadFile(path)
@@ -274,7 +276,7 @@ func TestTokenAppendLine(t *testing.T) {
 		}
 	}
 	// An unreadable directory entry is an error, not a new file.
-	if err := AppendTokenLine(t.TempDir(), secretB+" read"); err == nil {
+	if err := guard.AppendTokenLine(t.TempDir(), secretB+" read"); err == nil {
 		t.Fatal("AppendTokenLine to a directory succeeded")
 	}
 }
@@ -282,11 +284,11 @@ func TestTokenAppendLine(t *testing.T) {
 func TestTokenNew(t *testing.T) {
 	seen := map[string]bool{}
 	for range 64 {
-		tok, err := NewToken()
+		tok, err := guard.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(tok, "tsf_") || len(tok) < MinTokenLength || len(tok) != 4+43 {
+		if !strings.HasPrefix(tok, "tsf_") || len(tok) < guard.MinTokenLength || len(tok) != 4+43 {
 			t.Fatalf("NewToken %q", tok)
 		}
 		if seen[tok] {
@@ -294,13 +296,13 @@ func TestTokenNew(t *testing.T) {
 		}
 		seen[tok] = true
 		// Every token it makes is one a tokens file accepts.
-		set, err := ParseTokens(strings.NewReader(tok+" read"), "new")
+		set, err := guard.ParseTokens(strings.NewReader(tok+" read"), "new")
 		if err != nil || set.Len() != 1 {
 			t.Fatalf("a new token is refused: %v", err)
 		}
 	}
-	h := HashToken("tsf_example-token-000")
-	if !strings.HasPrefix(h, "sha256:") || len(h) != 7+64 || h != HashToken("tsf_example-token-000") || h == HashToken("tsf_example-token-001") {
+	h := guard.HashToken("tsf_example-token-000")
+	if !strings.HasPrefix(h, "sha256:") || len(h) != 7+64 || h != guard.HashToken("tsf_example-token-000") || h == guard.HashToken("tsf_example-token-001") {
 		t.Fatalf("HashToken %q", h)
 	}
 }

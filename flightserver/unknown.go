@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // flightSQLActions are the actions arrow-go's Flight SQL server handles
@@ -132,7 +134,7 @@ func UnknownAction(name string, withSQL bool) error {
 		list += "; Flight SQL: " + strings.Join(flightSQLActions, ", ")
 	}
 	return invalid("unknown action %q%s The actions are: %s (ListActions describes them)",
-		truncate(name, 64), sentenceEnd(didYouMean(name, all)), list)
+		catalog.Truncate(name, 64), sentenceEnd(didYouMean(name, all)), list)
 }
 
 // sentenceEnd turns a suggestion ("; did you mean …?") or nothing into
@@ -172,7 +174,7 @@ func describeBytes(b []byte) string {
 		return "nothing (0 bytes)"
 	}
 	if url, ok := anyTypeURL(b); ok {
-		return fmt.Sprintf("a protobuf Any of type %q", truncate(url, 128))
+		return fmt.Sprintf("a protobuf Any of type %q", catalog.Truncate(url, 128))
 	}
 	s := fmt.Sprintf("%d bytes, %q", len(b), b[:min(len(b), shown)])
 	if len(b) > shown {
@@ -218,7 +220,7 @@ func UnknownDescriptor(call string, d *flight.FlightDescriptor, withSQL bool) er
 	}
 	if url, ok := anyTypeURL(d.Cmd); ok && !IsFlightSQLType(url) {
 		return invalid("%s: the command is a protobuf Any of type %q, which this server does not take: send %s",
-			call, truncate(url, 128), descriptorForms(call, withSQL))
+			call, catalog.Truncate(url, 128), descriptorForms(call, withSQL))
 	}
 	return nil
 }

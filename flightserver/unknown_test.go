@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 func TestClosest(t *testing.T) {
@@ -68,10 +70,10 @@ func TestUnknownActionMessages(t *testing.T) {
 		{"CancelFlightInfo", codes.Unimplemented, []string{"Flight SQL is not served"}, nil},
 	} {
 		_, err := ts.action(ctx, c.name, `{"table":"cpu"}`)
-		wantCode(t, "DoAction "+truncate(c.name, 20), err, c.code, c.frags...)
+		wantCode(t, "DoAction "+catalog.Truncate(c.name, 20), err, c.code, c.frags...)
 		for _, n := range c.not {
 			if strings.Contains(err.Error(), n) {
-				t.Errorf("DoAction %s: the message holds %q: %v", truncate(c.name, 20), n, err)
+				t.Errorf("DoAction %s: the message holds %q: %v", catalog.Truncate(c.name, 20), n, err)
 			}
 		}
 	}

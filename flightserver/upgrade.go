@@ -9,7 +9,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionUpgrade names the upgrade action.
@@ -44,11 +46,11 @@ func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	co.Alloc = s.scanAlloc()
 	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: co})
 	if err != nil {
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if !rep.DryRun {
 		s.log.Info("table upgraded", "table", req.Table, "converted_commits", rep.ConvertedCommits, "backup", rep.Backup,
-			"version", rep.CommittedVersion, "by", callerName(ctx))
+			"version", rep.CommittedVersion, "by", guard.CallerName(ctx))
 	}
 	return UpgradeResult{Table: req.Table, UpgradeReport: *rep}, nil
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionVacuum names the vacuum action.
@@ -110,10 +112,10 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// A partial Apply comes back with a report too; the error (which
 		// names every failed file) is what the client gets.
-		return nil, Status(&tableError{name: req.Table, err: err})
+		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
 	}
 	if rep.Applied {
-		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", callerName(ctx))
+		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", guard.CallerName(ctx))
 	}
 	out := VacuumResult{
 		Table: req.Table, Version: rep.Version, OlderThan: rep.OlderThan.UTC().Format(time.RFC3339Nano), Applied: rep.Applied,

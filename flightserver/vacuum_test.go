@@ -5,7 +5,6 @@ package flightserver
 
 import (
 	"encoding/json"
-	"github.com/tsflight/tsflight/tableformat"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // plantStray writes, under table dir, the files an append killed before

@@ -12,9 +12,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
-	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // endless is a query that would run for hours if left alone.
@@ -24,9 +26,9 @@ const endless = "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 
 // middleware and server options, as tsflight serve has), whose Flight SQL
 // server counts started queries in the gate; stopped records why each
 // waiting query was stopped.
-func gatedServer(t *testing.T, ttl time.Duration) (*sqlServer, *flightserver.Gate, *stopLog) {
+func gatedServer(t *testing.T, ttl time.Duration) (*sqlServer, *guard.Gate, *stopLog) {
 	t.Helper()
-	gate, err := flightserver.NewGate(nil)
+	gate, err := guard.NewGate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestUnfetchedQueryStopsWithConnection(t *testing.T) {
 // ahead fill the gate; beyond it GetFlightInfo still answers (the query
 // is not started ahead) and the DoGet runs it.
 func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
-	gate, err := flightserver.NewGate(&flightserver.Limits{MaxCalls: 3})
+	gate, err := guard.NewGate(&guard.Limits{MaxCalls: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,3 +220,44 @@ func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestCancelledInfoKeepsNoQuery: a client that gives up during
+// GetFlightInfo, after the server started its query, gets CANCELLED, and
+// the started query is stopped then, not left for its ticket to expire.
+func TestCancelledInfoKeepsNoQuery(t *testing.T) {
+	s, gate, stops := gatedServer(t, time.Minute)
+	ctx := ctxT(t)
+	s.scalar(ctx, "SELECT 1")
+	base := runtime.NumGoroutine()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var hooked bool
+	s.sql.ready.beforePut = func(server context.Context) {
+		hooked = true
+		cancel() // the client gives up; wait until the server sees it
+		select {
+		case <-server.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the server's context did not end after the client cancelled")
+		}
+	}
+	_, err := s.client.Execute(cctx, endless)
+	s.sql.ready.beforePut = nil
+	if !hooked {
+		t.Fatal("the hook did not run: the query was not started ahead")
+	}
+	if status.Code(err) != codes.Canceled {
+		t.Fatalf("Execute cancelled during GetFlightInfo: %v, want Canceled", err)
+	}
+	waitFor(t, "the started query still counts", func() bool { return gate.InFlight() == 0 })
+	waitFor(t, "goroutines of the started query remain", func() bool { return runtime.NumGoroutine() <= base })
+	s.sql.ready.mu.Lock()
+	kept := len(s.sql.ready.m)
+	s.sql.ready.mu.Unlock()
+	if kept != 0 || len(stops.list()) != 0 {
+		t.Fatalf("%d queries kept, stops %v; want none kept (closed at once, not expired)", kept, stops.list())
+	}
+	if got := s.scalar(ctx, "SELECT 2"); got != "2" {
+		t.Fatalf("SELECT 2 = %s", got)
+	}
+}

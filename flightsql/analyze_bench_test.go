@@ -5,10 +5,14 @@ package flightsql
 import (
 	"context"
 	"testing"
+
+	"github.com/tsflight/tsflight/bench/tsbs"
 )
 
 // BenchmarkAnalyze measures the per-query cost of asking DuckDB's parser
-// about a statement (json_serialize_sql and decoding its answer).
+// about a statement (json_serialize_sql and decoding its answer): TSBS's
+// high-cpu-1 over the benchmark's full-scale data (bench/tsbs), a filter of
+// four conditions.
 func BenchmarkAnalyze(b *testing.B) {
 	ctx := context.Background()
 	eng, err := newEngine(ctx, b.TempDir(), &Options{Threads: 2})
@@ -21,7 +25,15 @@ func BenchmarkAnalyze(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer sess.close()
-	q := "SELECT * FROM cpu WHERE usage_user > 90.0 AND time >= '2016-01-01T05:00:00Z' AND time < '2016-01-01T17:00:00Z' AND hostname IN ('host_42')"
+	var q string
+	for _, tq := range tsbs.DefaultParams().Queries("cpu") {
+		if tq.Name == "high-cpu-1" {
+			q = tq.SQL
+		}
+	}
+	if q == "" {
+		b.Fatal("bench/tsbs has no high-cpu-1 query")
+	}
 	for b.Loop() {
 		a, err := analyze(ctx, sess, q)
 		if err != nil || len(a.refs) != 1 || len(a.refs[0].conds) != 4 {

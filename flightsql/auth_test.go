@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
@@ -50,25 +51,25 @@ func startSQLAuth(t *testing.T) *sqlAuthEnv {
 	e := &sqlAuthEnv{}
 	var err error
 	for _, p := range []*string{&e.read, &e.write} {
-		if *p, err = flightserver.NewToken(); err != nil {
+		if *p, err = guard.NewToken(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ca := tlstest.NewCA(t, "tsflight test CA")
 	e.caPEM = ca.PEM
-	var files flightserver.TLSFiles
+	var files guard.TLSFiles
 	files.CertFile, files.KeyFile = ca.Issue(t, "tsflight test server", true)
-	st, err := flightserver.NewServerTLS(files)
+	st, err := guard.NewServerTLS(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := flightserver.ParseTokens(strings.NewReader(e.read+" read name=reader; "+flightserver.HashToken(e.write)+" write name=writer"), "test")
+	tokens, err := guard.ParseTokens(strings.NewReader(e.read+" read name=reader; "+guard.HashToken(e.write)+" write name=writer"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	logs := &syncBuffer{}
-	auth := flightserver.NewAuth(flightserver.AuthOptions{Tokens: func() *flightserver.TokenSet { return tokens },
+	auth := guard.NewAuth(guard.AuthOptions{Classify: flightserver.Scopes(), Tokens: func() *guard.TokenSet { return tokens },
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs, JSONFormat: true})})
 	s := startSQLServer(t, sqlStart{
 		mw:          []flight.ServerMiddleware{auth.Middleware()},
@@ -186,7 +187,7 @@ func TestAuthSQLADBC(t *testing.T) {
 	}
 
 	// Wrong password: refused at the handshake.
-	wrong, _ := flightserver.NewToken()
+	wrong, _ := guard.NewToken()
 	if _, _, err := e.adbcOpen(ctx, mem, map[string]string{adbc.OptionKeyUsername: "u", adbc.OptionKeyPassword: wrong}); status.Code(grpcOf(err)) != codes.Unauthenticated {
 		t.Fatalf("wrong password: %v, want Unauthenticated", err)
 	}

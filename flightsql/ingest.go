@@ -89,7 +89,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace {
 		return 0, status.Error(codes.Unimplemented, "ingest: mode replace is not supported: tsflight tables are append-only and the table format has no atomic replace yet; use create, append or create_append")
 	}
-	tb, err := s.svc.Table(ctx, name)
+	tb, err := s.table(ctx, name)
 	switch {
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
 		return 0, status.Errorf(codes.AlreadyExists, "ingest: table %s already exists (mode create); use mode append or create_append to add rows", name)

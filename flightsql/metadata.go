@@ -200,7 +200,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		(len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, tableType) })) {
 		return s.rowsStream(sc, nil)
 	}
-	names, err := s.svc.TableNames()
+	names, err := s.tableNames()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,7 +236,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 // tableSchema is a table's Arrow schema as SQL sees it, each column
 // annotated with the Flight SQL column metadata JDBC's getColumns reads.
 func (s *Server) tableSchema(ctx context.Context, name string) (*arrow.Schema, error) {
-	tb, err := s.svc.Table(ctx, name)
+	tb, err := s.table(ctx, name)
 	if err != nil {
 		return nil, err
 	}

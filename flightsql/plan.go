@@ -158,7 +158,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	}
 	states := map[stateKey]*tableformat.State{}
 	stateOf := func(at tableAt) (*tableformat.Table, *tableformat.State, error) {
-		tb, err := s.svc.Table(ctx, at.table)
+		tb, err := s.table(ctx, at.table)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -308,7 +308,7 @@ func (s *Server) tableNamesFor(a *analysis) ([]string, error) {
 		exact := make([]string, 0, len(a.refs))
 		for _, r := range a.refs {
 			base, _, _ := strings.Cut(r.name, versionMark)
-			if !ourQualifier(r) || !s.svc.IsTable(base) {
+			if !ourQualifier(r) || !s.cat.IsTable(base) {
 				exact = nil
 				break
 			}
@@ -319,7 +319,7 @@ func (s *Server) tableNamesFor(a *analysis) ([]string, error) {
 			return slices.Compact(exact), nil
 		}
 	}
-	return s.svc.TableNames()
+	return s.tableNames()
 }
 
 // ourQualifier reports whether a reference's catalog and schema are ours:

@@ -15,9 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"github.com/tsflight/tsflight/flightserver"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // prepared is an open prepared statement: its text, schemas and the
@@ -251,7 +252,7 @@ func (p *preparedStore) drop(ctx context.Context, h []byte) {
 
 // callerName names the caller of ctx's call ("" without authentication).
 func callerName(ctx context.Context) string {
-	if p, ok := flightserver.PrincipalFromContext(ctx); ok && p.Via != "none" {
+	if p, ok := guard.PrincipalFromContext(ctx); ok && p.Via != "none" {
 		return p.Via + ":" + p.ID // ids, not names: two tokens may share a name
 	}
 	return ""

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // stmtHandle is the statement handle inside a TicketStatementQuery: the
@@ -107,8 +108,17 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 				rq.close()
 				return nil, err
 			}
+			if s.ready.beforePut != nil {
+				s.ready.beforePut(ctx)
+			}
+			if err := ctx.Err(); err != nil {
+				// The client gave up while the query was being started:
+				// no DoGet will come for it.
+				rq.close()
+				return nil, status.FromContextError(err).Err()
+			}
 			if rq.started() {
-				conn, _ := flightserver.ConnContext(ctx)
+				conn, _ := guard.ConnContext(ctx)
 				s.ready.put(h.ID, rq, conn)
 			}
 			return info, nil

@@ -146,6 +146,9 @@ type readyCache struct {
 	// the reason ("expired", "connection closed") when a waiting query is
 	// stopped.
 	testHook func(id, why string)
+	// beforePut, when set (by tests), is called with GetFlightInfo's
+	// context once its query has started, before it is kept.
+	beforePut func(ctx context.Context)
 }
 
 const readyMax = 256

@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // Options configure a Server. Use DefaultOptions and change fields.
@@ -71,7 +73,7 @@ type Options struct {
 	// GetFlightInfo starts ahead of its DoGet counts against its MaxCalls
 	// while it waits (when the gate is full the query is not started
 	// ahead; the DoGet runs it). nil: not counted.
-	Gate *flightserver.Gate
+	Gate *guard.Gate
 	// TicketTimeout is how long a query GetFlightInfo started ahead for
 	// its ticket waits for the DoGet (0 = 15 s). One not fetched by then
 	// is interrupted and freed, as it is when the connection that asked
@@ -145,6 +147,7 @@ func DefaultOptions() *Options { return &Options{MetadataCache: true} }
 type Server struct {
 	flightsql.BaseServer
 	svc     *flightserver.Service
+	cat     *catalog.Catalog // the tables, read without the Flight service
 	opts    Options
 	log     hclog.Logger
 	alloc   memory.Allocator
@@ -206,7 +209,7 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: svc, opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
+	s := &Server{svc: svc, cat: svc.Catalog(), opts: o, log: o.Logger, alloc: o.Alloc, engine: eng, running: map[string]context.CancelFunc{}, cancelled: map[string]time.Time{}}
 	s.Alloc = o.Alloc
 	s.pool.eng = eng
 	s.ready.ttl = o.TicketTimeout

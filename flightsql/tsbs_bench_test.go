@@ -61,6 +61,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // tsbsSystem runs a query and hands every result batch to fn (which must
@@ -71,13 +74,14 @@ type tsbsSystem interface {
 
 // tsbsRowsOf runs q on sys and returns its canonical rows, converted batch
 // by batch while each is held.
-func tsbsRowsOf(ctx context.Context, sys tsbsSystem, q string) (tsbsRows, error) {
-	var out tsbsRows
+func tsbsRowsOf(ctx context.Context, sys tsbsSystem, q string) (testkit.Rows, error) {
+	var out testkit.Rows
 	var cerr error
 	err := sys.query(ctx, q, func(rec arrow.RecordBatch) {
-		rows, err := tsbsCanonical([]arrow.RecordBatch{rec})
-		out = append(out, rows...)
-		cerr = errors.Join(cerr, err)
+		if cerr != nil {
+			return
+		}
+		out, cerr = testkit.AppendRows(out, rec)
 	})
 	return out, errors.Join(err, cerr)
 }
@@ -126,10 +130,6 @@ func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatc
 	return rdr.Err()
 }
 
-func (s *tsbsADBC) rows(ctx context.Context, q string) (tsbsRows, error) {
-	return tsbsRowsOf(ctx, s, q)
-}
-
 // tsbsDuckDB is DuckDB used directly (Direct: the server's engine and
 // settings — UTC, file access confined to the root, Options.Threads, the
 // Parquet metadata cache as DefaultOptions has it — on one connection),
@@ -171,10 +171,6 @@ func (s *tsbsDuckDB) query(ctx context.Context, q string, fn func(arrow.RecordBa
 		fn(rdr.RecordBatch())
 	}
 	return rdr.Err()
-}
-
-func (s *tsbsDuckDB) rows(ctx context.Context, q string) (tsbsRows, error) {
-	return tsbsRowsOf(ctx, s, q)
 }
 
 // tsbsSplit is tsflight through arrow-go's Flight SQL client, timing
@@ -224,7 +220,7 @@ type tsbsSessionOut struct {
 
 // runTSBSSession times qs through Session.sql. A nil result comes with the
 // reason it was skipped.
-func runTSBSSession(tb testing.TB, root string, qs []tsbsQuery, iters int) (*tsbsSessionOut, string) {
+func runTSBSSession(tb testing.TB, root string, qs []tsbs.Query, iters int) (*tsbsSessionOut, string) {
 	tb.Helper()
 	python := os.Getenv("TSFLIGHT_PYTHON")
 	if python == "" {
@@ -268,16 +264,6 @@ func runTSBSSession(tb testing.TB, root string, qs []tsbsQuery, iters int) (*tsb
 	return &out, ""
 }
 
-// tsbsSessionRows converts the script's JSON result (numbers as float64
-// already) into tsbsRows.
-func tsbsSessionRows(rows [][]any) tsbsRows {
-	out := make(tsbsRows, len(rows))
-	for i, r := range rows {
-		out[i] = r
-	}
-	return out
-}
-
 func tsbsMedian(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
@@ -310,12 +296,8 @@ type tsbsFigures struct {
 }
 
 func BenchmarkTSBSQueries(b *testing.B) {
-	p := tsbsParams{
-		hosts:    tsbsEnvInt("TSFLIGHT_TSBS_HOSTS", 100),
-		hours:    tsbsEnvInt("TSFLIGHT_TSBS_HOURS", 24),
-		segHours: tsbsEnvInt("TSFLIGHT_TSBS_SEGMENT_HOURS", 1),
-		seed:     uint64(tsbsEnvInt("TSFLIGHT_TSBS_SEED", 1)),
-	}
+	p := newTSBSSet(b, tsbsEnvInt("TSFLIGHT_TSBS_HOSTS", 100), tsbsEnvInt("TSFLIGHT_TSBS_HOURS", 24),
+		tsbsEnvInt("TSFLIGHT_TSBS_SEGMENT_HOURS", 1), uint64(tsbsEnvInt("TSFLIGHT_TSBS_SEED", 1)))
 	threads := tsbsEnvInt("TSFLIGHT_TSBS_THREADS", runtime.NumCPU())
 	root := tsbsRoot(b, p)
 	files := tsbsSegmentFiles(b, root)
@@ -326,10 +308,10 @@ func BenchmarkTSBSQueries(b *testing.B) {
 	if os.Getenv("TSFLIGHT_TSBS_SPLIT") != "" {
 		split = &tsbsSplit{client: srv.sqlClient(b)}
 	}
-	qs := tsbsQueries(p)
+	qs := p.Queries("cpu")
 	if only := os.Getenv("TSFLIGHT_TSBS_QUERIES"); only != "" {
 		names := strings.Split(only, ",")
-		qs = slices.DeleteFunc(qs, func(q tsbsQuery) bool { return !slices.Contains(names, q.Name) })
+		qs = slices.DeleteFunc(qs, func(q tsbs.Query) bool { return !slices.Contains(names, q.Name) })
 		if len(qs) == 0 {
 			b.Fatalf("TSFLIGHT_TSBS_QUERIES=%s names no query", only)
 		}
@@ -338,25 +320,25 @@ func BenchmarkTSBSQueries(b *testing.B) {
 
 	// Warm run and answer check.
 	figs := map[string]*tsbsFigures{}
-	want := map[string]tsbsRows{}
+	want := map[string]testkit.Rows{}
 	for _, q := range qs {
-		w, err := duck.rows(ctx, q.SQL)
+		w, err := tsbsRowsOf(ctx, duck, q.SQL)
 		if err != nil {
 			b.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
 		}
-		got, err := ts.rows(ctx, q.SQL)
+		got, err := tsbsRowsOf(ctx, ts, q.SQL)
 		if err != nil {
 			b.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
 		}
-		if d := got.diff(w); d != "" {
-			b.Fatalf("%s: tsflight and duckdb answer differently: %s\n%s", q.Name, d, q.SQL)
+		if d := got.Diff(w); d != "" {
+			b.Fatalf("%s: tsflight and duckdb answer differently (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if split != nil {
 			if got, err = tsbsRowsOf(ctx, split, q.SQL); err != nil {
 				b.Fatalf("%s: tsflight (arrow-go client): %v", q.Name, err)
 			}
-			if d := got.diff(w); d != "" {
-				b.Fatalf("%s: tsflight (arrow-go client) and duckdb answer differently: %s", q.Name, d)
+			if d := got.Diff(w); d != "" {
+				b.Fatalf("%s: tsflight (arrow-go client) and duckdb answer differently (tsflight first): %s", q.Name, d)
 			}
 		}
 		want[q.Name] = w
@@ -374,8 +356,8 @@ func BenchmarkTSBSQueries(b *testing.B) {
 			if !ok {
 				b.Fatalf("%s: no Session.sql figure", q.Name)
 			}
-			if d := tsbsSessionRows(r.Result).diff(want[q.Name]); d != "" {
-				b.Fatalf("%s: Session.sql and duckdb answer differently: %s\n%s", q.Name, d, q.SQL)
+			if d := testkit.FromJSON(r.Result).Diff(want[q.Name]); d != "" {
+				b.Fatalf("%s: Session.sql and duckdb answer differently (Session.sql first): %s\n%s", q.Name, d, q.SQL)
 			}
 			figs[q.Name].session = r.MedianS * 1e3
 		}
@@ -425,7 +407,7 @@ func BenchmarkTSBSQueries(b *testing.B) {
 	// The table.
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nTSBS cpu-only: %d hosts × %d h at 10 s = %d rows, %d segments; DuckDB threads %d; medians of %d runs (Session.sql: %d)\n",
-		p.hosts, p.hours, p.rows(), len(files), threads, figs[qs[0].Name].runs, pyIters)
+		p.Hosts, p.Hours(), p.Rows(), len(files), threads, figs[qs[0].Name].runs, pyIters)
 	fmt.Fprintf(&sb, "%-22s %6s %6s %12s %10s %11s %10s %11s", "query", "rows", "segs", "tsflight ms", "duckdb ms", "session ms", "ts/duckdb", "ts/session")
 	if split != nil {
 		fmt.Fprintf(&sb, " %8s %9s", "info ms", "doget ms")

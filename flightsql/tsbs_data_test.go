@@ -2,19 +2,17 @@
 
 package flightsql
 
-// TSBS cpu-only data, the TSBS queries in DuckDB SQL, a tsflight server
-// in a child process, and result comparison, for BenchmarkTSBSQueries and
-// TestTSBSQueriesAgree (see tsbs_bench_test.go).
+// The TSBS cpu-only table (data and queries from bench/tsbs) and a
+// tsflight server in a child process, for BenchmarkTSBSQueries and
+// TestTSBSQueriesAgree (see tsbs_bench_test.go); results are compared as
+// internal/testkit.Rows.
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,7 +20,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,30 +35,35 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tsflight/tsflight/bench/tsbs"
 	"github.com/tsflight/tsflight/flightserver"
 )
 
-// tsbsParams choose a TSBS cpu-only data set: hosts × hours at a 10 s
-// interval, starting at tsbsStart, written as one segment per segHours.
-type tsbsParams struct {
-	hosts, hours, segHours int
-	seed                   uint64
+// tsbsSet is a TSBS cpu-only data set from bench/tsbs, hosts × hours at
+// 10 s from TSBS's start, written as one segment per segHours hours.
+type tsbsSet struct {
+	tsbs.Params
+	segHours int
 }
 
-// tsbsStart is TSBS's default --timestamp-start.
-var tsbsStart = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+// newTSBSSet returns the set, complete: nothing dropped or delivered
+// late, so the table holds hosts × hours rows in whole hours, as the
+// benchmark's report and docs/design.md describe it (one segment per
+// segHours hours, and the segments a query's window reads).
+func newTSBSSet(tb testing.TB, hosts, hours, segHours int, seed uint64) tsbsSet {
+	tb.Helper()
+	p := tsbsSet{Params: tsbs.Params{Hosts: hosts, Start: tsbs.TSBSStart, Duration: time.Duration(hours) * time.Hour,
+		Seed: seed, DropFraction: 0, LateFraction: 0}, segHours: segHours}
+	if err := p.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
 
-const tsbsInterval = 10 * time.Second
-
-func (p tsbsParams) rows() int { return p.hosts * p.steps() }
-
-func (p tsbsParams) steps() int { return p.hours * int(time.Hour/tsbsInterval) }
-
-func (p tsbsParams) end() time.Time { return tsbsStart.Add(time.Duration(p.hours) * time.Hour) }
-
-// key names a cached root; bump the v when the generator changes.
-func (p tsbsParams) key() string {
-	return fmt.Sprintf("tsflight-tsbs-v1-h%d-%dh-seg%dh-seed%d", p.hosts, p.hours, p.segHours, p.seed)
+// key names a cached root; bump the v when the data or the way it is
+// written changes.
+func (p tsbsSet) key() string {
+	return fmt.Sprintf("tsflight-tsbs-v2-h%d-%dh-seg%dh-seed%d", p.Hosts, p.Hours(), p.segHours, p.Seed)
 }
 
 func tsbsEnvInt(name string, def int) int {
@@ -69,183 +71,6 @@ func tsbsEnvInt(name string, def int) int {
 		return v
 	}
 	return def
-}
-
-// tsbsTags are the tag columns after hostname, as TSBS's devops host.
-var tsbsTags = []string{"region", "datacenter", "rack", "os", "arch", "team", "service", "service_version", "service_environment"}
-
-// tsbsFields are the cpu measurement's fields, in TSBS order.
-var tsbsFields = []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
-
-// tsbsSchema: time is timestamp[us, UTC]; hostname and tags utf8; the
-// fields int64, as TSBS's current generator writes them (ToPointAllInt64).
-var tsbsSchema = func() *arrow.Schema {
-	fields := []arrow.Field{
-		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-		{Name: "hostname", Type: arrow.BinaryTypes.String},
-	}
-	for _, t := range tsbsTags {
-		fields = append(fields, arrow.Field{Name: t, Type: arrow.BinaryTypes.String})
-	}
-	for _, f := range tsbsFields {
-		fields = append(fields, arrow.Field{Name: f, Type: arrow.PrimitiveTypes.Int64})
-	}
-	return arrow.NewSchema(fields, nil)
-}()
-
-// tsbsRegions maps TSBS's regions to their datacenters (host.go).
-var tsbsRegions = []struct {
-	name string
-	dcs  []string
-}{
-	{"us-east-1", []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1e"}},
-	{"us-west-1", []string{"us-west-1a", "us-west-1b"}},
-	{"us-west-2", []string{"us-west-2a", "us-west-2b", "us-west-2c"}},
-	{"eu-west-1", []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}},
-	{"eu-central-1", []string{"eu-central-1a", "eu-central-1b"}},
-	{"ap-southeast-1", []string{"ap-southeast-1a", "ap-southeast-1b"}},
-	{"ap-southeast-2", []string{"ap-southeast-2a", "ap-southeast-2b"}},
-	{"ap-northeast-1", []string{"ap-northeast-1a", "ap-northeast-1c"}},
-	{"sa-east-1", []string{"sa-east-1a", "sa-east-1b", "sa-east-1c"}},
-}
-
-// tsbsGen generates the data step by step: per host fixed tags, per host
-// and field a random walk (start U[0,100], step N(0,1), clamped to
-// [0,100]) written truncated to int64.
-type tsbsGen struct {
-	p    tsbsParams
-	rng  *rand.Rand
-	tags [][]string  // host → tag values, hostname first
-	walk [][]float64 // host → field values
-	step int
-}
-
-func newTSBSGen(p tsbsParams) *tsbsGen {
-	g := &tsbsGen{p: p, rng: rand.New(rand.NewPCG(p.seed, 0x75b5))}
-	pick := func(vs ...string) string { return vs[g.rng.IntN(len(vs))] }
-	for h := 0; h < p.hosts; h++ {
-		r := tsbsRegions[g.rng.IntN(len(tsbsRegions))]
-		g.tags = append(g.tags, []string{
-			"host_" + strconv.Itoa(h), r.name, pick(r.dcs...), strconv.Itoa(g.rng.IntN(100)),
-			pick("Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"), pick("x64", "x86"),
-			pick("SF", "NYC", "LON", "CHI"), strconv.Itoa(g.rng.IntN(20)), strconv.Itoa(g.rng.IntN(2)),
-			pick("production", "staging", "test"),
-		})
-		w := make([]float64, len(tsbsFields))
-		for i := range w {
-			w[i] = g.rng.Float64() * 100
-		}
-		g.walk = append(g.walk, w)
-	}
-	return g
-}
-
-// next returns the batches of the next steps steps (one row per host per
-// step), at most batchRows rows each.
-func (g *tsbsGen) next(mem memory.Allocator, steps, batchRows int) []arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, tsbsSchema)
-	defer b.Release()
-	var out []arrow.RecordBatch
-	n := 0
-	for s := 0; s < steps; s, g.step = s+1, g.step+1 {
-		ts := arrow.Timestamp(tsbsStart.Add(time.Duration(g.step) * tsbsInterval).UnixMicro())
-		for h := range g.p.hosts {
-			b.Field(0).(*array.TimestampBuilder).Append(ts)
-			for i, v := range g.tags[h] {
-				b.Field(1 + i).(*array.StringBuilder).Append(v)
-			}
-			for i := range g.walk[h] {
-				v := g.walk[h][i] + g.rng.NormFloat64()
-				v = math.Max(0, math.Min(100, v))
-				g.walk[h][i] = v
-				b.Field(11 + i).(*array.Int64Builder).Append(int64(v))
-			}
-			if n++; n == batchRows {
-				out = append(out, b.NewRecordBatch())
-				n = 0
-			}
-		}
-	}
-	if n > 0 {
-		out = append(out, b.NewRecordBatch())
-	}
-	return out
-}
-
-// tsbsQuery is one TSBS query instance.
-type tsbsQuery struct {
-	Name string `json:"name"`
-	SQL  string `json:"sql"`
-}
-
-// tsbsQueries returns the seven TSBS queries over table cpu, with hosts
-// and windows drawn from a generator seeded by p.seed: the same instances
-// for every system. Windows start uniformly in [start, end+1s-window)
-// (TSBS's end is the data's end plus 1 s), rounded down to the second;
-// hosts are drawn without replacement. Time bounds are RFC 3339 string
-// literals, as TSBS writes them; DuckDB casts them to the column's type.
-// The texts follow TSBS's SQL targets on one denormalised table (tags are
-// columns): hosts filter as hostname IN (...), as its ClickHouse queries
-// do, and lastpoint is its TimescaleDB DISTINCT ON form.
-func tsbsQueries(p tsbsParams) []tsbsQuery {
-	rng := rand.New(rand.NewPCG(p.seed, 0x9e3779b9))
-	window := func(d time.Duration) (time.Time, time.Time) {
-		span := p.end().Add(time.Second).Sub(tsbsStart) - d
-		start := tsbsStart
-		if span > 0 {
-			start = start.Add(time.Duration(rng.Int64N(int64(span))).Truncate(time.Second))
-		}
-		return start, start.Add(d)
-	}
-	hosts := func(n int) string {
-		n = min(n, p.hosts)
-		list := make([]string, n)
-		for i, h := range rng.Perm(p.hosts)[:n] {
-			list[i] = "'host_" + strconv.Itoa(h) + "'"
-		}
-		return strings.Join(list, ", ")
-	}
-	lit := func(t time.Time) string { return "'" + t.Format(time.RFC3339) + "'" }
-	maxOf := func(n int) string {
-		parts := make([]string, n)
-		for i, f := range tsbsFields[:n] {
-			parts[i] = fmt.Sprintf("max(%s) AS max_%s", f, f)
-		}
-		return strings.Join(parts, ", ")
-	}
-	// single-groupby-M-H-T: max of M fields per minute, H hosts, T hours.
-	singleGroupBy := func(m, h int, t time.Duration) string {
-		from, to := window(t)
-		return fmt.Sprintf("SELECT date_trunc('minute', time) AS minute, %s FROM cpu WHERE hostname IN (%s) AND time >= %s AND time < %s GROUP BY minute ORDER BY minute",
-			maxOf(m), hosts(h), lit(from), lit(to))
-	}
-	var qs []tsbsQuery
-	add := func(name, sql string) { qs = append(qs, tsbsQuery{name, sql}) }
-	add("single-groupby-1-1-1", singleGroupBy(1, 1, time.Hour))
-	add("single-groupby-5-8-1", singleGroupBy(5, 8, time.Hour))
-	{ // cpu-max-all-8: max of every field per hour, 8 hosts, 8 hours.
-		from, to := window(8 * time.Hour)
-		add("cpu-max-all-8", fmt.Sprintf("SELECT date_trunc('hour', time) AS hour, %s FROM cpu WHERE hostname IN (%s) AND time >= %s AND time < %s GROUP BY hour ORDER BY hour",
-			maxOf(len(tsbsFields)), hosts(8), lit(from), lit(to)))
-	}
-	{ // double-groupby-1: mean of one field per host and hour, all hosts, 12 hours.
-		from, to := window(12 * time.Hour)
-		add("double-groupby-1", fmt.Sprintf("SELECT date_trunc('hour', time) AS hour, hostname, avg(usage_user) AS mean_usage_user FROM cpu WHERE time >= %s AND time < %s GROUP BY hour, hostname ORDER BY hour, hostname",
-			lit(from), lit(to)))
-	}
-	{ // high-cpu-1: the rows of one host with usage_user > 90 in 12 hours.
-		from, to := window(12 * time.Hour)
-		add("high-cpu-1", fmt.Sprintf("SELECT * FROM cpu WHERE usage_user > 90.0 AND time >= %s AND time < %s AND hostname IN (%s)",
-			lit(from), lit(to), hosts(1)))
-	}
-	// lastpoint: each host's newest row.
-	add("lastpoint", "SELECT DISTINCT ON (hostname) * FROM cpu ORDER BY hostname, time DESC")
-	{ // groupby-orderby-limit: the last 5 minutes' max before a random end.
-		_, to := window(time.Hour)
-		add("groupby-orderby-limit", fmt.Sprintf("SELECT date_trunc('minute', time) AS minute, max(usage_user) AS max_usage_user FROM cpu WHERE time < %s GROUP BY minute ORDER BY minute DESC LIMIT 5",
-			lit(to)))
-	}
-	return qs
 }
 
 // --- the tsflight server, in a child process ---
@@ -437,20 +262,34 @@ var tsbsIngestOpts = map[string]string{
 	"tsflight.entity_columns": "hostname",
 }
 
-// writeTSBS creates table cpu under root through Flight SQL bulk ingest,
-// one ingest (one segment) per p.segHours hours.
-func writeTSBS(tb testing.TB, root string, p tsbsParams) {
+// writeTSBS creates table cpu under root through Flight SQL bulk ingest:
+// p's deliveries (one an hour) in order, those of segHours hours together
+// in one ingest (one segment).
+func writeTSBS(tb testing.TB, root string, p tsbsSet) {
 	tb.Helper()
 	srv := startTSBSServer(tb, root, 0, "")
 	defer srv.stop()
 	client := srv.sqlClient(tb)
 	ctx := context.Background()
-	g := newTSBSGen(p)
-	perSeg := p.segHours * int(time.Hour/tsbsInterval)
-	for first := 0; first < p.steps(); first += perSeg {
-		steps := min(perSeg, p.steps()-first)
-		batches := g.next(memory.DefaultAllocator, steps, 1<<16)
-		rdr, err := array.NewRecordReader(tsbsSchema, batches)
+	ds := p.Deliveries()
+	var total int64
+	for i := 0; i < len(ds); {
+		seg := ds[i].Hour / p.segHours
+		var batches []arrow.RecordBatch
+		var want int64
+		for ; i < len(ds) && ds[i].Hour/p.segHours == seg; i++ {
+			d := ds[i]
+			want += int64(d.NumHosts()) * int64(d.EndStep-d.FirstStep)
+			err := p.Batches(memory.DefaultAllocator, d, func(b arrow.RecordBatch) error {
+				b.Retain()
+				batches = append(batches, b)
+				return nil
+			})
+			if err != nil {
+				tb.Fatalf("delivery %s: %v", d.Name(), err)
+			}
+		}
+		rdr, err := array.NewRecordReader(tsbs.Schema(), batches)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -464,18 +303,22 @@ func writeTSBS(tb testing.TB, root string, p tsbsParams) {
 			b.Release()
 		}
 		if err != nil {
-			tb.Fatalf("ingest steps %d..%d: %v", first, first+steps, err)
+			tb.Fatalf("ingest of segment %d (hours %d..%d): %v", seg, seg*p.segHours, (seg+1)*p.segHours, err)
 		}
-		if want := int64(steps * p.hosts); n != want {
-			tb.Fatalf("ingest steps %d..%d: %d rows, want %d", first, first+steps, n, want)
+		if n != want {
+			tb.Fatalf("ingest of segment %d (hours %d..%d): %d rows, want %d", seg, seg*p.segHours, (seg+1)*p.segHours, n, want)
 		}
+		total += want
+	}
+	if complete := int64(p.Hosts) * int64(p.Steps()); total != complete {
+		tb.Fatalf("the deliveries held %d rows, want %d (every host at every step)", total, complete)
 	}
 }
 
 // tsbsRoot returns a root holding table cpu with p's data: cached under
 // os.TempDir by p's key (TSFLIGHT_TSBS_NOCACHE=1 rebuilds it), built
 // beside it and renamed into place once complete.
-func tsbsRoot(tb testing.TB, p tsbsParams) string {
+func tsbsRoot(tb testing.TB, p tsbsSet) string {
 	tb.Helper()
 	root := filepath.Join(os.TempDir(), p.key())
 	done := root + ".complete"
@@ -501,7 +344,7 @@ func tsbsRoot(tb testing.TB, p tsbsParams) string {
 		tb.Fatal(err)
 	}
 	tb.Logf("TSBS data: %d hosts × %d h = %d rows in %d-hour segments written to %s in %v",
-		p.hosts, p.hours, p.rows(), p.segHours, root, time.Since(start).Round(time.Millisecond))
+		p.Hosts, p.Hours(), p.Rows(), p.segHours, root, time.Since(start).Round(time.Millisecond))
 	return root
 }
 
@@ -524,134 +367,11 @@ func tsbsSegmentFiles(tb testing.TB, root string) []string {
 	return files
 }
 
-// --- results ---
-
-// tsbsRows is a result made comparable across systems: one []any per
-// row; timestamps are microseconds since the epoch and every number is a
-// float64 (both as float64), strings are strings, NULL is nil.
-type tsbsRows [][]any
-
-// tsbsCanonical converts batches into rows.
-func tsbsCanonical(recs []arrow.RecordBatch) (tsbsRows, error) {
-	var out tsbsRows
-	for _, rec := range recs {
-		for i := 0; i < int(rec.NumRows()); i++ {
-			row := make([]any, rec.NumCols())
-			for c := range row {
-				v, err := tsbsCell(rec.Column(c), i)
-				if err != nil {
-					return nil, fmt.Errorf("column %s: %w", rec.ColumnName(c), err)
-				}
-				row[c] = v
-			}
-			out = append(out, row)
-		}
-	}
-	return out, nil
-}
-
-func tsbsCell(a arrow.Array, i int) (any, error) {
-	if a.IsNull(i) {
-		return nil, nil
-	}
-	switch a := a.(type) {
-	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		return float64(a.Value(i).ToTime(unit).UnixMicro()), nil
-	case *array.Int64:
-		return float64(a.Value(i)), nil
-	case *array.Int32:
-		return float64(a.Value(i)), nil
-	case *array.Uint64:
-		return float64(a.Value(i)), nil
-	case *array.Float64:
-		return a.Value(i), nil
-	case *array.Float32:
-		return float64(a.Value(i)), nil
-	// Value aliases the array's buffer, which DuckDB may reuse: copy.
-	case *array.String:
-		return strings.Clone(a.Value(i)), nil
-	case *array.LargeString:
-		return strings.Clone(a.Value(i)), nil
-	case *array.StringView:
-		return strings.Clone(a.Value(i)), nil
-	case *array.Dictionary:
-		return tsbsCell(a.Dictionary(), a.GetValueIndex(i))
-	}
-	return nil, fmt.Errorf("type %s is not handled", a.DataType())
-}
-
-func tsbsCompareCell(a, b any) int {
-	switch x := a.(type) {
-	case nil:
-		if b == nil {
-			return 0
-		}
-		return -1
-	case float64:
-		y, ok := b.(float64)
-		if !ok {
-			return -1
-		}
-		return cmp.Compare(x, y)
-	case string:
-		y, ok := b.(string)
-		if !ok {
-			return 1
-		}
-		return strings.Compare(x, y)
-	}
-	return 0
-}
-
-// sorted returns the rows in a total order (every column, left first).
-func (r tsbsRows) sorted() tsbsRows {
-	s := slices.Clone(r)
-	slices.SortStableFunc(s, func(a, b []any) int {
-		for i := range min(len(a), len(b)) {
-			if c := tsbsCompareCell(a[i], b[i]); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(len(a), len(b))
-	})
-	return s
-}
-
-// diff reports how got differs from want after sorting both, with a float
-// tolerance of 1e-9 relative; "" means equal.
-func (r tsbsRows) diff(want tsbsRows) string {
-	if len(r) != len(want) {
-		return fmt.Sprintf("%d rows, want %d", len(r), len(want))
-	}
-	g, w := r.sorted(), want.sorted()
-	for i := range g {
-		if len(g[i]) != len(w[i]) {
-			return fmt.Sprintf("row %d: %d columns, want %d", i, len(g[i]), len(w[i]))
-		}
-		for c := range g[i] {
-			if !tsbsCellsEqual(g[i][c], w[i][c]) {
-				return fmt.Sprintf("sorted row %d column %d: %v, want %v\n got row  %v\n want row %v", i, c, g[i][c], w[i][c], g[i], w[i])
-			}
-		}
-	}
-	return ""
-}
-
-func tsbsCellsEqual(a, b any) bool {
-	x, okx := a.(float64)
-	y, oky := b.(float64)
-	if okx && oky {
-		return x == y || math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
-	}
-	return a == b
-}
-
 // TestTSBSQueriesAgree runs the TSBS queries at a small scale through
 // tsflight (ADBC) and DuckDB over the same Parquet files, and checks the
 // answers agree.
 func TestTSBSQueriesAgree(t *testing.T) {
-	p := tsbsParams{hosts: 10, hours: 2, segHours: 1, seed: 1}
+	p := newTSBSSet(t, 10, 2, 1, 1)
 	root := t.TempDir()
 	writeTSBS(t, root, p)
 	threads := runtime.NumCPU()
@@ -659,17 +379,17 @@ func TestTSBSQueriesAgree(t *testing.T) {
 	ts := newTSBSADBC(t, srv.addr)
 	duck := newTSBSDuckDB(t, root, tsbsSegmentFiles(t, root), threads)
 	ctx := context.Background()
-	for _, q := range tsbsQueries(p) {
-		want, err := duck.rows(ctx, q.SQL)
+	for _, q := range p.Queries("cpu") {
+		want, err := tsbsRowsOf(ctx, duck, q.SQL)
 		if err != nil {
 			t.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
 		}
-		got, err := ts.rows(ctx, q.SQL)
+		got, err := tsbsRowsOf(ctx, ts, q.SQL)
 		if err != nil {
 			t.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
 		}
-		if d := got.diff(want); d != "" {
-			t.Errorf("%s: tsflight and duckdb differ: %s\n%s", q.Name, d, q.SQL)
+		if d := got.Diff(want); d != "" {
+			t.Errorf("%s: tsflight and duckdb differ (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if len(want) == 0 && q.Name != "high-cpu-1" {
 			t.Errorf("%s: no rows\n%s", q.Name, q.SQL)

@@ -29,9 +29,10 @@ import (
 // constants or parameters. entity is a struct literal {'col': value, ...},
 // a JSON object string, or, for a table with one entity column, its value.
 // table may name a version as a FROM reference does: 'cpu@v12' (asof.go).
-// ts_coverage's one row goes through the coverage action and SQL
-// literals; ts_gaps, up to tsGapsMax rows, asks the table for its gaps
-// and bulk-loads them (tsfunc_load.go).
+// Both ask the table on the pinned snapshot: ts_coverage's one row is
+// the coverage action's answer (flightserver.CoverageAnswer) written as
+// SQL literals; ts_gaps, up to tsGapsMax rows, is bulk-loaded
+// (tsfunc_load.go).
 
 // Result columns, in order.
 var (
@@ -96,50 +97,49 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	if err != nil {
 		return nil, err
 	}
-	if f.name == "ts_gaps" {
-		return s.gapsTable(ctx, f, tmp, tb, st, vals, args)
+	q, err := callQuery(f, st, vals, args)
+	if err != nil {
+		return nil, err
 	}
-	body := map[string]any{"table": at.table, "version": st.Version}
+	if f.name == "ts_gaps" {
+		return s.gapsTable(ctx, tmp, tb, st, q)
+	}
+	rep, err := tb.Coverage(ctx, st, q)
+	if err != nil {
+		return nil, s.sqlStatus(err)
+	}
+	c := flightserver.NewCoverageAnswer(at.table, st.Version, q, rep)
+	idx := indexSQLType(st.Index().Kind.Type)
+	row := []string{sqlString(c.Table), u64(c.Version), indexLiteral(c.Start, idx), indexLiteral(c.End, idx),
+		u64(c.Intervals), u64(c.Identities), u64(c.Expected), u64(c.Covered), "CAST(" + sqlString(strconv.FormatFloat(c.Ratio, 'g', -1, 64)) + " AS DOUBLE)"}
+	return tempTable(tmp, coverageColumns, [][]string{row}, nil), nil
+}
+
+// callQuery reads a call's range and entity, by the rules of the coverage
+// actions' start, end and entity members.
+func callQuery(f *funcCall, st *tableformat.State, vals, args []any) (tableformat.CoverageQuery, error) {
+	var q tableformat.CoverageQuery
 	for i, key := range []string{"start", "end"} {
-		v, err := boundJSON(st, vals[i+1])
+		v, err := indexBound(st, vals[i+1])
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
+			return q, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
 		}
-		body[key] = v
+		if i == 0 {
+			q.Start = v
+		} else {
+			q.End = v
+		}
 	}
 	ent, err := entityOf(f, st, vals, args)
 	if err != nil {
-		return nil, err
+		return q, err
 	}
 	if ent != nil {
-		body["entity"] = ent
+		if q.Entity, err = entityIdentity(st, ent); err != nil {
+			return q, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
+		}
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	res, err := s.svc.RunAction(ctx, flightserver.ActionCoverage, raw)
-	if err != nil {
-		return nil, err
-	}
-	out, err := json.Marshal(res)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	idx := indexSQLType(st.Index().Kind.Type)
-	var c struct {
-		Table                                    string
-		Version                                  uint64
-		Start, End                               json.RawMessage
-		Intervals, Identities, Expected, Covered uint64
-		Ratio                                    float64
-	}
-	if err := json.Unmarshal(out, &c); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	row := []string{sqlString(c.Table), fmt.Sprintf("CAST(%d AS UBIGINT)", c.Version), indexLiteral(c.Start, idx), indexLiteral(c.End, idx),
-		u64(c.Intervals), u64(c.Identities), u64(c.Expected), u64(c.Covered), "CAST(" + sqlString(strconv.FormatFloat(c.Ratio, 'g', -1, 64)) + " AS DOUBLE)"}
-	return tempTable(tmp, coverageColumns, [][]string{row}, nil), nil
+	return q, nil
 }
 
 // entityOf returns the entity argument of a call as {column: value}, nil
@@ -172,28 +172,8 @@ func entityOf(f *funcCall, st *tableformat.State, vals, args []any) (map[string]
 // load (stageGaps) rather than through the action's JSON and SQL
 // literals. Its statements copy the staged rows into tmp and drop the
 // staging table.
-func (s *Server) gapsTable(ctx context.Context, f *funcCall, tmp string, tb *tableformat.Table, st *tableformat.State, vals, args []any) ([]string, error) {
-	q := tableformat.CoverageQuery{Limit: tsGapsMax}
-	for i, key := range []string{"start", "end"} {
-		v, err := indexBound(st, vals[i+1])
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
-		}
-		if i == 0 {
-			q.Start = v
-		} else {
-			q.End = v
-		}
-	}
-	ent, err := entityOf(f, st, vals, args)
-	if err != nil {
-		return nil, err
-	}
-	if ent != nil {
-		if q.Entity, err = entityIdentity(st, ent); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
-		}
-	}
+func (s *Server) gapsTable(ctx context.Context, tmp string, tb *tableformat.Table, st *tableformat.State, q tableformat.CoverageQuery) ([]string, error) {
+	q.Limit = tsGapsMax
 	// Only the list: the walk stops at the gap after the maximum (a range
 	// of millions of gaps is refused after tsGapsMax+1 of them) and when
 	// ctx ends.

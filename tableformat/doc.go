@@ -22,6 +22,14 @@
 //   - [Table.Append] writes one segment per append; small appends arriving
 //     together share one (group commit). [Table.Compact] merges small
 //     segments; [Table.Vacuum] deletes files no retained version needs.
+//   - [Table.Scan] reads a snapshot as Arrow batches ([ScanOptions]: an
+//     index range, columns, entities), pruning segments by the log's
+//     statistics; [Table.Coverage] and [Table.Gaps] answer which (entity,
+//     interval) pairs hold data from the coverage bitmaps alone. The
+//     package's examples (ExampleCreate, ExampleTable_Append,
+//     ExampleTable_Scan, ExampleTable_Coverage) walk through them.
+//   - Package tableformat/catalog keeps many tables under one root, one
+//     directory each, by name.
 //   - Every CheckpointInterval commits the state is written beside the log
 //     (a checkpoint), which Open reads instead of replaying every commit.
 //   - storage.FS (package tableformat/storage) is the storage seam: a local

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // The big-segment workload (issue 21): the Python workloads' table cpu,
@@ -117,7 +118,7 @@ func (b *bench) bigseg(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: DuckDB: %w", q.Name, err)
 		}
-		if diff := want.diff(fromJSON(got.Result)); diff != "" {
+		if diff := want.Diff(testkit.FromJSON(got.Result)); diff != "" {
 			return fmt.Errorf("%s: tsflight and DuckDB differ: %s", q.Name, diff)
 		}
 		ts := &measurement{Group: "bigseg", Workload: q.Name, System: "tsflight",

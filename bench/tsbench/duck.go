@@ -11,18 +11,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tsflight/tsflight/bench/tsbs"
 	"github.com/tsflight/tsflight/flightsql"
 )
 
-// runDuck is the child "tsbench duck copy|sql|serve ARGS_JSON" (serve:
+// runDuck is the child "tsbench duck copy|serve ARGS_JSON" (serve:
 // duckserve.go): DuckDB used
 // directly, with the server's engine and settings (flightsql.Direct), in
 // its own process so that its memory is its own. It prints one JSON
 // object.
 func runDuck(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return fmt.Errorf("usage: tsbench duck copy|sql|serve ARGS_JSON")
+		return fmt.Errorf("usage: tsbench duck copy|serve ARGS_JSON")
 	}
 	if args[0] == "serve" {
 		return duckServe(ctx, args[1])
@@ -32,8 +31,6 @@ func runDuck(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "copy":
 		out, err = duckCopy(ctx, args[1])
-	case "sql":
-		out, err = duckSQL(ctx, args[1])
 	default:
 		return fmt.Errorf("unknown duck mode %q", args[0])
 	}
@@ -42,8 +39,6 @@ func runDuck(ctx context.Context, args []string) error {
 	}
 	switch r := out.(type) {
 	case *duckCopyResult:
-		r.PeakRSS = selfRSS()
-	case *duckSQLResult:
 		r.PeakRSS = selfRSS()
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
@@ -141,57 +136,4 @@ func scalarInt(ctx context.Context, d *flightsql.Direct, q string) (int64, error
 	var n int64
 	_, err = fmt.Sscan(rdr.RecordBatch().Column(0).ValueStr(0), &n)
 	return n, err
-}
-
-// duckSQL times the queries on a view over the table's segment files.
-func duckSQL(ctx context.Context, raw string) (*duckSQLResult, error) {
-	var a struct {
-		Root    string       `json:"root"`
-		Files   []string     `json:"files"`
-		Queries []tsbs.Query `json:"queries"`
-		Runs    int          `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		return nil, err
-	}
-	d, err := flightsql.OpenDirect(ctx, a.Root, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	quoted := make([]string, len(a.Files))
-	for i, f := range a.Files {
-		quoted[i] = flightsql.QuoteString(f)
-	}
-	if err := d.Exec(ctx, "CREATE VIEW cpu AS SELECT * FROM read_parquet(["+strings.Join(quoted, ", ")+"])"); err != nil {
-		return nil, err
-	}
-	res := &duckSQLResult{Version: duckVersion(ctx, d), Queries: map[string]peerRun{}}
-	for _, q := range a.Queries {
-		run := func(keep bool) (rows, int64, error) {
-			rdr, err := d.Query(ctx, q.SQL)
-			if err != nil {
-				return nil, 0, err
-			}
-			defer rdr.Release()
-			return readResult(rdr, keep)
-		}
-		answer, _, err := run(true)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", q.Name, err)
-		}
-		var pr peerRun
-		pr.Result = [][]any(answer)
-		for range a.Runs {
-			start := time.Now()
-			_, n, err := run(false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", q.Name, err)
-			}
-			pr.TimesS = append(pr.TimesS, time.Since(start).Seconds())
-			pr.Rows = n
-		}
-		res.Queries[q.Name] = pr
-	}
-	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tsflight/tsflight/flightsql"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // duckServe is the child "tsbench duck serve ARGS_JSON": DuckDB directly
@@ -56,13 +57,13 @@ func duckServe(ctx context.Context, raw string) error {
 			ans.Error = "bad request: " + err.Error()
 		} else {
 			start := time.Now()
-			res, n, err := func() (rows, int64, error) {
+			res, n, err := func() (testkit.Rows, int64, error) {
 				rdr, err := d.Query(ctx, q.SQL)
 				if err != nil {
 					return nil, 0, err
 				}
 				defer rdr.Release()
-				return readResult(rdr, q.Keep)
+				return testkit.ReadRows(rdr, q.Keep)
 			}()
 			ans.Secs = time.Since(start).Seconds()
 			if err != nil {

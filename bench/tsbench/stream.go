@@ -525,7 +525,7 @@ func (b *bench) streamReads(ctx context.Context, p tsbs.Params, a, bk *streamSid
 		if err != nil || !keep {
 			return n, "", err
 		}
-		enc, err := json.Marshal(res.sorted())
+		enc, err := json.Marshal(res.Sorted())
 		return n, string(enc), err
 	}
 	actionAnswer := func(sd *streamSide, name string, req map[string]any, keep bool) (int64, string, error) {

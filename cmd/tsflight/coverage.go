@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 // This file holds the coverage and gaps commands.
@@ -90,28 +91,6 @@ func (r *rangeFlags) request(table string) map[string]any {
 	return req
 }
 
-// indexValue prints a JSON index value: a time string without its quotes,
-// or an integer.
-func indexValue(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
-}
-
-type coverageAnswer struct {
-	Table      string          `json:"table"`
-	Version    int64           `json:"version"`
-	Start      json.RawMessage `json:"start"`
-	End        json.RawMessage `json:"end"`
-	Intervals  int64           `json:"intervals"`
-	Identities int64           `json:"identities"`
-	Expected   int64           `json:"expected"`
-	Covered    int64           `json:"covered"`
-	Ratio      float64         `json:"ratio"`
-}
-
 func runCoverage(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(coverageCmd)
 	rf := addRangeFlags(fs)
@@ -134,7 +113,7 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 		return usagef("--start and --end are required (or draw all the data with --plot FILE)")
 	}
 	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
-		var a coverageAnswer
+		var a flightserver.CoverageAnswer
 		raw, err := c.action(ctx, "coverage", rf.request(table), &a)
 		if err != nil {
 			return err
@@ -145,8 +124,8 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 				return writeRawJSON(w, raw)
 			case formatCSV:
 				g := grid{header: []string{"table", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}}
-				g.rows = [][]string{{a.Table, itoa(a.Version), indexValue(a.Start), indexValue(a.End), itoa(a.Intervals),
-					itoa(a.Identities), itoa(a.Expected), itoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
+				g.rows = [][]string{{a.Table, utoa(a.Version), flightserver.IndexText(a.Start), flightserver.IndexText(a.End), utoa(a.Intervals),
+					utoa(a.Identities), utoa(a.Expected), utoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
 				return g.writeCSV(w)
 			}
 			who := "all entities"
@@ -156,14 +135,16 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 				who = "the table"
 			}
 			_, err := fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
-				a.Table, a.Version, indexValue(a.Start), indexValue(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
-				plural(a.Identities, "entity", "entities"), plural(a.Intervals, "interval", "intervals"))
+				a.Table, a.Version, flightserver.IndexText(a.Start), flightserver.IndexText(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
+				plural(int64(a.Identities), "entity", "entities"), plural(int64(a.Intervals), "interval", "intervals"))
 			return err
 		})
 	})
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func utoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // plural is "1 entity", "2 entities".
 func plural(n int64, one, many string) string {
@@ -187,31 +168,13 @@ func percent(r float64) string {
 	return s + " %"
 }
 
-type gapSpan struct {
-	Start        json.RawMessage `json:"start"`
-	End          json.RawMessage `json:"end"`
-	Intervals    int64           `json:"intervals"`
-	EndInclusive bool            `json:"end_inclusive"`
-}
-
-func (s *gapSpan) String() string {
+// spanText is a gap as a person reads it.
+func spanText(s *flightserver.Span) string {
 	closing := ")"
 	if s.EndInclusive {
 		closing = "]"
 	}
-	return fmt.Sprintf("[%s, %s%s (%d intervals)", indexValue(s.Start), indexValue(s.End), closing, s.Intervals)
-}
-
-type gapsAnswer struct {
-	Table            string          `json:"table"`
-	Version          int64           `json:"version"`
-	Start            json.RawMessage `json:"start"`
-	End              json.RawMessage `json:"end"`
-	Gaps             []gapSpan       `json:"gaps"`
-	Longest          *gapSpan        `json:"longest"`
-	LastCovered      *gapSpan        `json:"last_covered"`
-	MissingIntervals int64           `json:"missing_intervals"`
-	Truncated        bool            `json:"truncated"`
+	return fmt.Sprintf("[%s, %s%s (%d intervals)", flightserver.IndexText(s.Start), flightserver.IndexText(s.End), closing, s.Intervals)
 }
 
 func runGaps(ctx context.Context, e *env, args []string) error {
@@ -244,18 +207,18 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 		req["min_window"] = minWindow
 	}
 	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
-		var a gapsAnswer
+		var a flightserver.GapsAnswer
 		raw, err := c.action(ctx, "gaps", req, &a)
 		if err != nil {
 			return err
 		}
 		g := grid{header: []string{"start", "end", "intervals"}, right: []bool{false, false, true}}
 		for _, s := range a.Gaps {
-			end := indexValue(s.End)
+			end := flightserver.IndexText(s.End)
 			if s.EndInclusive && out.format.value != formatCSV {
 				end += " (inclusive)"
 			}
-			g.rows = append(g.rows, []string{indexValue(s.Start), end, itoa(s.Intervals)})
+			g.rows = append(g.rows, []string{flightserver.IndexText(s.Start), end, utoa(s.Intervals)})
 		}
 		return out.emit(e, func(w io.Writer) error {
 			switch out.format.value {
@@ -264,14 +227,14 @@ func runGaps(ctx context.Context, e *env, args []string) error {
 			case formatCSV:
 				return g.writeCSV(w)
 			}
-			return a.print(w, &g)
+			return printGaps(w, &a, &g)
 		})
 	})
 }
 
-func (a *gapsAnswer) print(w io.Writer, g *grid) error {
+func printGaps(w io.Writer, a *flightserver.GapsAnswer, g *grid) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table %s (version %d), range [%s, %s): ", a.Table, a.Version, indexValue(a.Start), indexValue(a.End))
+	fmt.Fprintf(&b, "table %s (version %d), range [%s, %s): ", a.Table, a.Version, flightserver.IndexText(a.Start), flightserver.IndexText(a.End))
 	if len(a.Gaps) == 0 {
 		b.WriteString("no gaps\n")
 	} else {
@@ -292,11 +255,11 @@ func (a *gapsAnswer) print(w io.Writer, g *grid) error {
 			return err
 		}
 	}
-	span := func(s *gapSpan) string {
+	span := func(s *flightserver.Span) string {
 		if s == nil {
 			return "none"
 		}
-		return s.String()
+		return spanText(s)
 	}
 	_, err := fmt.Fprintf(w, "longest gap   %s\nlast covered  %s\n", span(a.Longest), span(a.LastCovered))
 	return err

@@ -1,25 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
-	"sync/atomic"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
-	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
-
-	"github.com/tsflight/tsflight/flightserver"
 )
 
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -64,79 +52,3 @@ func (g grpcLogger) Fatalf(format string, args ...any) {
 	os.Exit(exitFail)
 }
 func (g grpcLogger) V(l int) bool { return l <= 0 && g.l.IsTrace() }
-
-// calls counts the calls in flight, logs each one when it ends (at debug
-// level, or as an error when the server failed: codes Internal, Unknown,
-// DataLoss, Unavailable) and turns a panicking handler into an Internal
-// error instead of a crash.
-type calls struct {
-	log      hclog.Logger
-	inFlight atomic.Int64
-}
-
-func (c *calls) middleware() flight.ServerMiddleware {
-	return flight.ServerMiddleware{
-		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-			ctx, caller := flightserver.WithCallerSlot(ctx)
-			defer c.track(ctx, info.FullMethod, caller)(&err)
-			return h(ctx, req)
-		},
-		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
-			ctx, caller := flightserver.WithCallerSlot(ss.Context())
-			defer c.track(ctx, info.FullMethod, caller)(&err)
-			return h(srv, &ctxStream{ServerStream: ss, ctx: ctx})
-		},
-	}
-}
-
-// ctxStream is a server stream with another context.
-type ctxStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s *ctxStream) Context() context.Context { return s.ctx }
-
-// track counts a call in; the function it returns, deferred, counts it out,
-// recovers a panic into *err and logs the outcome, with the caller when
-// authentication named one.
-func (c *calls) track(ctx context.Context, method string, caller *flightserver.CallerSlot) func(*error) {
-	c.inFlight.Add(1)
-	start := time.Now()
-	c.log.Trace(method[strings.LastIndexByte(method, '/')+1:] + " started")
-	return func(err *error) {
-		defer c.inFlight.Add(-1)
-		if p := recover(); p != nil {
-			c.log.Error("call panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			*err = status.Errorf(codes.Internal, "internal error in %s (see the server log)", method)
-		}
-		// A handler that stops because its client went away may return the
-		// context's own error, which gRPC would send (and the log would
-		// count) as UNKNOWN, a server failure.
-		if _, isStatus := status.FromError(*err); !isStatus {
-			switch {
-			case errors.Is(*err, context.Canceled):
-				*err = status.Error(codes.Canceled, (*err).Error())
-			case errors.Is(*err, context.DeadlineExceeded):
-				*err = status.Error(codes.DeadlineExceeded, (*err).Error())
-			}
-		}
-		code := status.Code(*err)
-		name := method[strings.LastIndexByte(method, '/')+1:]
-		args := []any{"code", code.String(), "duration", time.Since(start).Round(time.Microsecond)}
-		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-			args = append(args, "peer", p.Addr.String())
-		}
-		if p, ok := caller.Principal(); ok && p.Via != "none" {
-			args = append(args, "principal", p.Name)
-		}
-		switch code {
-		case codes.OK:
-			c.log.Debug(name, args...)
-		case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
-			c.log.Error(name+" failed", append(args, "error", status.Convert(*err).Message())...)
-		default:
-			c.log.Debug(name+" refused", append(args, "error", status.Convert(*err).Message())...)
-		}
-	}
-}

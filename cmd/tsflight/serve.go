@@ -23,17 +23,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
 const (
 	defaultListen   = "127.0.0.1:8815"
-	defaultMsgSize  = flightserver.DefaultMaxMsgSize
+	defaultMsgSize  = guard.DefaultMaxMsgSize
 	defaultShutdown = 30 * time.Second
 	// headerAllowance is added to the message size flags: they bound a
 	// record batch's body, and the gRPC message also carries its IPC header
 	// and the FlightData framing.
-	headerAllowance = flightserver.MsgHeaderAllowance
+	headerAllowance = guard.MsgHeaderAllowance
 	// maxMsgSize keeps limit+allowance within gRPC's int32 message sizes.
 	maxMsgSize = 1<<31 - 1 - headerAllowance
 	// hardStopWait bounds the wait for cancelled calls after a hard stop.
@@ -184,7 +185,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		maintMemory: flightserver.DefaultMaintenanceMemoryBytes,
 		scanCache:   flightserver.DefaultScanCacheBytes,
 	}
-	lim := flightserver.DefaultLimits()
+	lim := guard.DefaultLimits()
 	fs := newFlagSet(serveCmd)
 	fs.StringVar(&cfg.root, "root", "", "`directory` holding the tables (created if missing; required)")
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "`address` to listen on; port 0 picks a free port")
@@ -299,7 +300,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 // that the builds with and without Flight SQL share one withSQL
 // signature (a binary without SQL ignores them).
 type sqlSettings struct {
-	gate          *flightserver.Gate
+	gate          *guard.Gate
 	metrics       *flightserver.Metrics // nil: no --http, no metrics
 	memoryLimit   int64                 // bytes; 0 = flightsql's default
 	preparedBytes int64                 // bytes; 0 = flightsql's default
@@ -320,8 +321,8 @@ func sqlSettingsFrom(ctx context.Context) *sqlSettings {
 }
 
 // limits returns the gRPC limits the flags ask for.
-func (cfg *serveConfig) limits() *flightserver.Limits {
-	l := flightserver.DefaultLimits()
+func (cfg *serveConfig) limits() *guard.Limits {
+	l := guard.DefaultLimits()
 	l.MaxRecvMsgSize = int(cfg.maxRecv)
 	l.MaxSendMsgSize = int(cfg.maxSend)
 	l.MaxStreamsPerConn = uint32(cfg.streamsPerConn)
@@ -366,7 +367,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		lis.Close()
 		return err
 	}
-	gate, err := flightserver.NewGate(cfg.limits())
+	gate, err := guard.NewGate(cfg.limits())
 	if err != nil {
 		lis.Close()
 		return err
@@ -394,7 +395,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer ops.close() // before closeSQL: a scrape may ask DuckDB
 	}
 	conns := &connTracker{Listener: gate.Listener(lis), open: map[net.Conn]struct{}{}}
-	inFlight := &calls{log: log.Named("rpc")}
+	inFlight := flightserver.NewCallLog(log.Named("rpc"))
 	if cfg.memoryLimit > 0 {
 		debug.SetMemoryLimit(int64(cfg.memoryLimit))
 	}
@@ -414,7 +415,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// The call log sees every call, refused ones too, and recovers panics;
 	// the gate counts calls before anyone is authenticated, so a flood of
 	// unauthenticated calls is bounded too.
-	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
+	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{inFlight.Middleware(), gate.Middleware(), sec.auth.Middleware()}, gopts...)
 	srv.RegisterFlightService(service)
 	health := flightserver.NewHealth() // grpc.health.v1: NOT_SERVING until Serve
 	health.Register(srv)
@@ -556,7 +557,7 @@ type running struct {
 	srv    flight.Server
 	served chan error // the result of srv.Serve
 	conns  *connTracker
-	calls  *calls
+	calls  *flightserver.CallLog
 	sigs   <-chan os.Signal
 	health *flightserver.Health
 }
@@ -569,7 +570,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 	// send it and end, so that they do not hold the graceful stop.
 	r.health.Shutdown()
 	r.log.Info("shutting down: no new calls, waiting for calls in flight",
-		"reason", why, "in_flight", r.calls.inFlight.Load(), "timeout", timeout.String())
+		"reason", why, "in_flight", r.calls.InFlight(), "timeout", timeout.String())
 	stopped := make(chan struct{})
 	go func() {
 		r.srv.Shutdown() // GracefulStop: returns when every handler has returned
@@ -591,7 +592,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 	case sig := <-r.sigs:
 		why = "second signal " + sig.String()
 	}
-	n := r.calls.inFlight.Load()
+	n := r.calls.InFlight()
 	r.log.Warn("stopping hard: cancelling calls in flight", "reason", why, "in_flight", n)
 	r.conns.closeAll()
 	select {
@@ -599,7 +600,7 @@ func (r *running) shutdown(why string, timeout time.Duration) error {
 		<-r.served
 		r.log.Info("stopped")
 	case <-time.After(hardStopWait):
-		r.log.Error("calls did not return after cancellation; exiting anyway", "in_flight", r.calls.inFlight.Load())
+		r.log.Error("calls did not return after cancellation; exiting anyway", "in_flight", r.calls.InFlight())
 	}
 	return fmt.Errorf("%s: cancelled %d call(s) in flight", why, n)
 }

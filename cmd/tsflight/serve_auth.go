@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 // defaultReloadInterval is how often serve looks for changed tokens and
@@ -108,10 +109,10 @@ func checkBound(listen string, bound net.Addr, authenticated, insecure bool) err
 type security struct {
 	flags  *securityFlags
 	log    hclog.Logger
-	tokens *flightserver.TokenFile // nil: no tokens file
-	inline *flightserver.TokenSet  // tokens from the environment
-	tls    *flightserver.ServerTLS // nil: plaintext
-	auth   *flightserver.Auth
+	tokens *guard.TokenFile // nil: no tokens file
+	inline *guard.TokenSet  // tokens from the environment
+	tls    *guard.ServerTLS // nil: plaintext
+	auth   *guard.Auth
 	stamps map[string]fileStamp // TLS files as last loaded
 	// lastTokensErr is the last reload error logged, so that a broken file
 	// is reported once, not at every poll.
@@ -121,17 +122,17 @@ type security struct {
 // newSecurity loads the tokens and TLS files the flags name.
 func newSecurity(f *securityFlags, inline string, log hclog.Logger) (*security, error) {
 	s := &security{flags: f, log: log, stamps: map[string]fileStamp{}}
-	opts := flightserver.AuthOptions{Logger: log, ClientCertificates: f.tlsClientCA != ""}
+	opts := guard.AuthOptions{Classify: flightserver.Scopes(), Logger: log, ClientCertificates: f.tlsClientCA != ""}
 	switch {
 	case f.authTokens != "":
-		tf, err := flightserver.OpenTokenFile(f.authTokens)
+		tf, err := guard.OpenTokenFile(f.authTokens)
 		if err != nil {
 			return nil, err
 		}
 		s.tokens = tf
 		opts.Tokens = tf.Tokens
 	case inline != "":
-		set, err := flightserver.ParseTokens(strings.NewReader(inline), "TSFLIGHT_AUTH_TOKENS")
+		set, err := guard.ParseTokens(strings.NewReader(inline), "TSFLIGHT_AUTH_TOKENS")
 		if err != nil {
 			return nil, err
 		}
@@ -139,17 +140,17 @@ func newSecurity(f *securityFlags, inline string, log hclog.Logger) (*security, 
 			return nil, fmt.Errorf("TSFLIGHT_AUTH_TOKENS holds no tokens: every client would be refused")
 		}
 		s.inline = set
-		opts.Tokens = func() *flightserver.TokenSet { return set }
+		opts.Tokens = func() *guard.TokenSet { return set }
 	}
 	if f.tlsCert != "" {
-		t, err := flightserver.NewServerTLS(flightserver.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA})
+		t, err := guard.NewServerTLS(guard.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA})
 		if err != nil {
 			return nil, err
 		}
 		s.tls = t
 		s.stamps = s.tlsStamps()
 	}
-	s.auth = flightserver.NewAuth(opts)
+	s.auth = guard.NewAuth(opts)
 	return s, nil
 }
 

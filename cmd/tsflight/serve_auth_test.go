@@ -19,7 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
 )
 
@@ -213,7 +213,7 @@ func removeLines(t *testing.T, file string, secrets ...string) {
 	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 		drop := false
 		for _, s := range secrets {
-			drop = drop || strings.HasPrefix(line, flightserver.HashToken(s)+" ") || strings.HasPrefix(line, s+" ")
+			drop = drop || strings.HasPrefix(line, guard.HashToken(s)+" ") || strings.HasPrefix(line, s+" ")
 		}
 		if !drop {
 			keep = append(keep, line)
@@ -330,7 +330,7 @@ func TestServeReloadsTokensOnSIGHUP(t *testing.T) {
 // from a file.
 func TestServeTokensFromEnvironment(t *testing.T) {
 	secret := "env-token-0123456789abcdef"
-	srv := startServer(t, []string{"TSFLIGHT_AUTH_TOKENS=" + flightserver.HashToken(secret) + " write name=env; other-token-0123456789 read"},
+	srv := startServer(t, []string{"TSFLIGHT_AUTH_TOKENS=" + guard.HashToken(secret) + " write name=env; other-token-0123456789 read"},
 		"--root", t.TempDir(), "--listen", "127.0.0.1:0")
 	c := secureClient{t: t, uri: "grpc://" + srv.addr}
 	c.ok(secret, createArgs("t1")...)
@@ -516,7 +516,7 @@ func TestTokenCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := flightserver.HashToken(secret) + " read name=grafana expires=2099-01-01T00:00:00Z\n"
+	want := guard.HashToken(secret) + " read name=grafana expires=2099-01-01T00:00:00Z\n"
 	if string(data) != want {
 		t.Errorf("tokens file %q, want %q", data, want)
 	}
@@ -524,21 +524,21 @@ func TestTokenCommand(t *testing.T) {
 		t.Errorf("tokens file mode %v (%v), want 0600", fi.Mode(), err)
 	}
 	second := newToken(t, file, "write", "loader")
-	if second == secret || len(second) < flightserver.MinTokenLength {
+	if second == secret || len(second) < guard.MinTokenLength {
 		t.Errorf("a second token %d characters, equal to the first: %v", len(second), second == secret)
 	}
-	tf, err := flightserver.OpenTokenFile(file)
+	tf, err := guard.OpenTokenFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, ok := tf.Tokens().Lookup(second); !ok || tok.Scope != flightserver.ScopeWrite || tok.Name != "loader" {
+	if tok, ok := tf.Tokens().Lookup(second); !ok || tok.Scope != guard.ScopeWrite || tok.Name != "loader" {
 		t.Errorf("the second token reads back as %+v, %v", tok, ok)
 	}
 
 	var out, errb bytes.Buffer
 	e := &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, in: strings.NewReader("my-own-secret-0123456789\n")}
 	if code := run(context.Background(), []string{"token", "hash", "--scope", "write", "--name", "ci"}, e); code != 0 ||
-		out.String() != flightserver.HashToken("my-own-secret-0123456789")+" write name=ci\n" {
+		out.String() != guard.HashToken("my-own-secret-0123456789")+" write name=ci\n" {
 		t.Errorf("token hash: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 
@@ -567,7 +567,7 @@ func TestTokenCommand(t *testing.T) {
 
 	// list shows names, ids, scopes and expiry, never a secret.
 	appendLine(t, file, "# a comment kept by revoke")
-	appendLine(t, file, "plain-secret-typed-by-hand-01 read expires=2020-01-01; "+flightserver.HashToken("another-secret-0123456789")+" write name=batch")
+	appendLine(t, file, "plain-secret-typed-by-hand-01 read expires=2020-01-01; "+guard.HashToken("another-secret-0123456789")+" write name=batch")
 	stdout, stderr, code := runCLI(t, nil, "token", "list", "--file", file)
 	wantList := cliText(
 		"name                 id                   scope  expires               state",
@@ -590,7 +590,7 @@ func TestTokenCommand(t *testing.T) {
 		t.Errorf("token revoke: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	after, _ := os.ReadFile(file)
-	wantFile := flightserver.HashToken(second) + " write name=loader\n# a comment kept by revoke\n" + flightserver.HashToken("another-secret-0123456789") + " write name=batch\n"
+	wantFile := guard.HashToken(second) + " write name=loader\n# a comment kept by revoke\n" + guard.HashToken("another-secret-0123456789") + " write name=batch\n"
 	if string(after) != wantFile {
 		t.Errorf("tokens file after revoke:\n%s\nwant:\n%s", after, wantFile)
 	}
@@ -613,5 +613,5 @@ func TestTokenCommand(t *testing.T) {
 
 // idOf is the id token list shows for a secret.
 func idOf(secret string) string {
-	return flightserver.HashToken(secret)[:len("sha256:")+12]
+	return guard.HashToken(secret)[:len("sha256:")+12]
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/guard"
 )
 
 var tokenCmd = &command{
@@ -96,10 +96,10 @@ func runToken(ctx context.Context, e *env, args []string) error {
 			return usagef("token hash reads the token from standard input; it got nothing")
 		}
 		secret := strings.TrimSpace(sc.Text())
-		if len(secret) < flightserver.MinTokenLength {
-			return usagef("the token on standard input is shorter than %d characters", flightserver.MinTokenLength)
+		if len(secret) < guard.MinTokenLength {
+			return usagef("the token on standard input is shorter than %d characters", guard.MinTokenLength)
 		}
-		fmt.Fprintln(e.stdout, flightserver.HashToken(secret)+line)
+		fmt.Fprintln(e.stdout, guard.HashToken(secret)+line)
 		return nil
 	}
 	if *file == "" {
@@ -107,7 +107,7 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	}
 	if *name != "" {
 		// Names identify tokens in logs and in token revoke: keep them apart.
-		if toks, err := flightserver.ListTokens(*file); err == nil {
+		if toks, err := guard.ListTokens(*file); err == nil {
 			for _, t := range toks {
 				if t.Name == *name {
 					return usagef("%s already has a token named %s (%s): choose another name, or revoke that one first", *file, *name, t.ID)
@@ -115,11 +115,11 @@ func runToken(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
-	secret, err := flightserver.NewToken()
+	secret, err := guard.NewToken()
 	if err != nil {
 		return err
 	}
-	if err := flightserver.AppendTokenLine(*file, flightserver.HashToken(secret)+line); err != nil {
+	if err := guard.AppendTokenLine(*file, guard.HashToken(secret)+line); err != nil {
 		return fmt.Errorf("tokens file %s: %w", *file, err)
 	}
 	fmt.Fprintln(e.stdout, secret)
@@ -130,7 +130,7 @@ func runToken(ctx context.Context, e *env, args []string) error {
 // tokenLineAttrs checks the flags of a token and returns the rest of its
 // tokens-file line (after the hash): " SCOPE [name=NAME] [expires=TIME]".
 func tokenLineAttrs(scope, name, expires string, now time.Time) (string, error) {
-	if _, err := flightserver.ParseScope(scope); err != nil || scope == "" {
+	if _, err := guard.ParseScope(scope); err != nil || scope == "" {
 		return "", usagef("--scope must be read or write (got %q)", scope)
 	}
 	line := " " + scope
@@ -185,7 +185,7 @@ func runTokenFile(e *env, sub string, args []string) error {
 		if len(rest) > 0 {
 			return usagef("unexpected argument %q", rest[0])
 		}
-		toks, err := flightserver.ListTokens(*file)
+		toks, err := guard.ListTokens(*file)
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func runTokenFile(e *env, sub string, args []string) error {
 	for _, r := range rest {
 		want[r] = true
 	}
-	removed, err := flightserver.RemoveTokens(*file, func(t flightserver.Token) bool { return want[t.Name] || want[t.ID] })
+	removed, err := guard.RemoveTokens(*file, func(t guard.Token) bool { return want[t.Name] || want[t.ID] })
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 // Tokens: the secrets clients authenticate with, each with a scope, an
 // optional name and an optional expiry, read from a tokens file (or text

@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 // Limits: the bounds a server puts on what its clients can make it hold or
 // do. They are gRPC server options and a middleware, so they apply the same
@@ -279,4 +279,9 @@ func (g *Gate) enter() error {
 		return status.Errorf(codes.ResourceExhausted, "the server is running its limit of %d calls at once (--max-calls); retry later", g.l.MaxCalls)
 	}
 	return nil
+}
+
+// invalid is an InvalidArgument status naming what is wrong.
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
 }

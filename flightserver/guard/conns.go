@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 // Connections: each call's context carries the life of the connection it
 // came in on (ConnContext), and, when the server listens through
@@ -140,7 +140,7 @@ func ConnContext(ctx context.Context) (context.Context, bool) {
 // connCloser returns a function that closes the connection of a call's
 // ctx (nil when the server cannot: no Gate.Listener) and the peer's
 // address.
-func connCloser(ctx context.Context) (func(), string) {
+func ConnCloser(ctx context.Context) (func(), string) {
 	l, ok := ctx.Value(connKey{}).(*connLife)
 	if !ok {
 		return nil, ""

@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 import (
 	"strings"

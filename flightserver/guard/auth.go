@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 // Authentication: who is calling (a bearer token, Basic credentials whose
 // password is a token, or a verified client certificate) and whether the
@@ -39,6 +39,10 @@ type AuthOptions struct {
 	Logger hclog.Logger
 	// Now is the clock expiry is checked against (nil: time.Now).
 	Now func() time.Time
+	// Classify says which calls need write scope (the Flight service's
+	// flightserver.Scopes). nil: every call does, so a read token is
+	// refused everything but the handshake and health checks.
+	Classify Classifier
 }
 
 // Auth authenticates and authorizes calls; see [Auth.Middleware].
@@ -58,6 +62,9 @@ func (a *Auth) OnTapRefusal(f func(fullMethod string)) { a.refused = f }
 // NewAuth returns the authenticator o describes.
 func NewAuth(o AuthOptions) *Auth {
 	a := &Auth{o: o, log: o.Logger, now: o.Now}
+	if a.o.Classify == nil {
+		a.o.Classify = allWrite{}
+	}
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
 	}
@@ -129,7 +136,7 @@ func noteCaller(ctx context.Context, p Principal) {
 // callerName names the caller of ctx's call for a log line: the token's
 // name or the certificate's subject, "anonymous" without authentication,
 // and "unknown" for a call that came through no Auth middleware.
-func callerName(ctx context.Context) string {
+func CallerName(ctx context.Context) string {
 	if p, ok := PrincipalFromContext(ctx); ok {
 		return p.Name
 	}
@@ -177,7 +184,7 @@ const (
 func (a *Auth) Middleware() flight.ServerMiddleware {
 	return flight.ServerMiddleware{
 		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if isHealthMethod(info.FullMethod) {
+			if IsHealthMethod(info.FullMethod) {
 				return h(ctx, req)
 			}
 			p, err := a.authenticate(ctx)
@@ -185,14 +192,14 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 				return nil, err
 			}
 			noteCaller(ctx, p)
-			if what, write := classifyMethod(info.FullMethod); write && p.Scope < ScopeWrite {
+			if what, write := a.o.Classify.Method(info.FullMethod); write && p.Scope < ScopeWrite {
 				return nil, denied(p, what)
 			}
 			return h(context.WithValue(ctx, principalKey{}, p), req)
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			ctx := ss.Context()
-			if isHealthMethod(info.FullMethod) { // Watch
+			if IsHealthMethod(info.FullMethod) { // Watch
 				return h(srv, ss)
 			}
 			if info.FullMethod == methodHandshake {
@@ -211,7 +218,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 			case methodDoPut, methodDoAction:
 				// What the call does is in its first message: read it
 				// here, judge it, and replay it to the handler.
-				first, what, write, err := peekFirst(ss, info.FullMethod)
+				first, what, write, err := peekFirst(ss, info.FullMethod, a.o.Classify)
 				if err != nil {
 					return err
 				}
@@ -220,7 +227,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 				}
 				stream.first = first
 			default:
-				if what, write := classifyMethod(info.FullMethod); write {
+				if what, write := a.o.Classify.Method(info.FullMethod); write {
 					return denied(p, what)
 				}
 			}
@@ -239,7 +246,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 // With client certificates only, TLS has refused them already. Calls of
 // the health service pass: they need no credential.
 func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if a.o.Tokens == nil || isHealthMethod(info.FullMethodName) {
+	if a.o.Tokens == nil || IsHealthMethod(info.FullMethodName) {
 		return ctx, nil
 	}
 	secret, err := credentialOf(info.Header.Get(authorizationKey))
@@ -250,7 +257,7 @@ func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 	if err != nil {
 		// No later middleware sees the call: log it here, as the call log
 		// does refused calls.
-		a.log.Debug(methodName(info.FullMethodName)+" refused", "code", codes.Unauthenticated.String(),
+		a.log.Debug(MethodName(info.FullMethodName)+" refused", "code", codes.Unauthenticated.String(),
 			"peer", peerAddr(ctx), "error", status.Convert(err).Message())
 		if a.refused != nil {
 			a.refused(info.FullMethodName)
@@ -425,20 +432,20 @@ func denied(p Principal, what string) error {
 
 // peekFirst receives the first message of a DoPut or DoAction and
 // classifies it.
-func peekFirst(ss grpc.ServerStream, method string) (first proto.Message, what string, write bool, err error) {
+func peekFirst(ss grpc.ServerStream, method string, classify Classifier) (first proto.Message, what string, write bool, err error) {
 	if method == methodDoPut {
 		fd := new(flight.FlightData)
 		if err := ss.RecvMsg(fd); err != nil {
 			return nil, "", false, err
 		}
-		what, write := classifyPut(fd.GetFlightDescriptor())
+		what, write := classify.Put(fd.GetFlightDescriptor())
 		return fd, what, write, nil
 	}
 	act := new(flight.Action)
 	if err := ss.RecvMsg(act); err != nil {
 		return nil, "", false, err
 	}
-	what, write = classifyAction(act)
+	what, write = classify.Action(act)
 	return act, what, write, nil
 }
 

@@ -1,4 +1,4 @@
-package flightserver
+package guard
 
 // TLS: the server's certificate and key, and optionally the CA bundle
 // client certificates must chain to, loaded from PEM files and reloadable

@@ -1,0 +1,17 @@
+// Package guard is the security and limits layer of a tsflight server, in
+// front of its Flight service and knowing no table:
+//
+//   - [Auth] authenticates calls by token (Bearer or Basic, from a
+//     [TokenSet] read from a token file and reloaded) or by verified
+//     client certificate, and judges scopes: a read token is refused any
+//     call the service's [Classifier] says writes.
+//   - [ServerTLS] serves TLS from certificate files, reloaded when they
+//     change, for the gRPC and the HTTP listener alike.
+//   - [Gate] enforces [Limits]: message and header sizes, calls at once,
+//     streams per connection, keepalive, connection age and the per-call
+//     deadline, and knows each call's connection (so a stalled stream can
+//     be cut).
+//
+// Refusals are gRPC statuses (UNAUTHENTICATED, PERMISSION_DENIED,
+// RESOURCE_EXHAUSTED) whose messages never hold a secret.
+package guard
