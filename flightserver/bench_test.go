@@ -22,7 +22,9 @@ package flightserver
 // TSFLIGHT_BENCH_ENDPOINTS overrides Options.MaxEndpoints of the server,
 // TSFLIGHT_BENCH_BATCHROWS Options.BatchRows, TSFLIGHT_BENCH_WRITEBUF the
 // gRPC write buffer size,
-// TSFLIGHT_BENCH_PARALLELISM Options.ScanParallelism, and
+// TSFLIGHT_BENCH_PARALLELISM Options.ScanParallelism,
+// TSFLIGHT_BENCH_SCAN_CACHE_MIB Options.ScanCacheBytes (default 0, no
+// cache: the benchmarks measure decoding unless they ask), and
 // TSFLIGHT_BENCH_GOALLOC=1 makes scans use the Go allocator (not the pool);
 // TSFLIGHT_BENCH_HEAPPROF=FILE makes the server write a heap profile at
 // each new peak of its in-use heap; TSFLIGHT_BENCH_CPUPROF=FILE a CPU
@@ -88,6 +90,9 @@ func benchServe(mode, root string) {
 	}
 	if v, err := strconv.Atoi(os.Getenv("TSFLIGHT_BENCH_PARALLELISM")); err == nil {
 		opts.ScanParallelism = v
+	}
+	if v, err := strconv.ParseInt(os.Getenv("TSFLIGHT_BENCH_SCAN_CACHE_MIB"), 10, 64); err == nil {
+		opts.ScanCacheBytes = v << 20
 	}
 	// As tsflight serve does.
 	debug.SetGCPercent(RecommendedGCPercent)
@@ -268,10 +273,10 @@ type benchServer struct {
 	client flight.Client
 }
 
-func startBenchServer(b *testing.B, mode, root string) *benchServer {
+func startBenchServer(b *testing.B, mode, root string, env ...string) *benchServer {
 	b.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "TSFLIGHT_BENCH_MODE="+mode, "TSFLIGHT_BENCH_ROOT="+root)
+	cmd.Env = append(append(os.Environ(), "TSFLIGHT_BENCH_MODE="+mode, "TSFLIGHT_BENCH_ROOT="+root), env...)
 	return startProcServer(b, cmd)
 }
 

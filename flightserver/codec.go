@@ -125,18 +125,26 @@ func (b *bodyCapture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// sendZeroCopy sends one IPC payload (schema or batch) on stream.
-func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload) error {
+// sendZeroCopy sends one IPC payload (schema or batch) on stream; then,
+// when not nil, is called with the payload's release, once gRPC is done
+// with the body.
+func sendZeroCopy(stream grpc.ServerStream, p ipc.Payload, then func()) error {
 	meta := p.Meta()
 	var body bodyCapture
 	if err := p.SerializeBody(&body); err != nil {
 		meta.Release()
 		p.Release()
+		if then != nil {
+			then()
+		}
 		return err
 	}
 	return sendMessage(stream, meta.Bytes(), body.chunks, body.n, 0, func() {
 		meta.Release()
 		p.Release()
+		if then != nil {
+			then()
+		}
 	})
 }
 
@@ -173,7 +181,7 @@ func (w *zeroCopyWriter) start() error {
 		return nil
 	}
 	w.started = true
-	return sendZeroCopy(w.stream, ipc.GetSchemaPayload(w.schema, w.mem))
+	return sendZeroCopy(w.stream, ipc.GetSchemaPayload(w.schema, w.mem), nil)
 }
 
 func (w *zeroCopyWriter) Write(rec arrow.RecordBatch) error {
@@ -184,7 +192,11 @@ func (w *zeroCopyWriter) Write(rec arrow.RecordBatch) error {
 	if err != nil {
 		return err
 	}
-	return sendZeroCopy(w.stream, p)
+	// The batch itself is held until gRPC has sent it, not only its
+	// buffers: a batch of the scan cache's arrays is on the stream's
+	// account while it is held (tableformat.SharedHolder).
+	rec.Retain()
+	return sendZeroCopy(w.stream, p, rec.Release)
 }
 
 // WriteGroup sends the batches of group as one record batch: merged
@@ -207,7 +219,10 @@ func (w *zeroCopyWriter) writeMerged(group []arrow.RecordBatch) error {
 	for _, b := range group {
 		b.Retain()
 	}
-	return sendMessage(w.stream, m.header, m.body, m.size, m.owned, func() { releaseAll(group) })
+	return sendMessage(w.stream, m.header, m.body, m.size, m.owned, func() {
+		m.free()
+		releaseAll(group)
+	})
 }
 
 func (w *zeroCopyWriter) Close() error { return w.start() }

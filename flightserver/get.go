@@ -47,6 +47,10 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	mem := s.budget.open(ctx, s.scanAlloc())
 	defer mem.end()
 	opts.Alloc, opts.Pacer = mem, mem
+	// Segments read whole come from, or go to, the scan cache; the
+	// cached arrays a stream sends are on its account while it holds them
+	// (streamMem.Hold).
+	opts.Cache = s.cache
 	rdr, err := tb.Scan(ctx, st, opts)
 	if err != nil {
 		return Status(err)

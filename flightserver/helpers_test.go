@@ -108,6 +108,7 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *guard.Gate, extr
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		ts.svc.Close()
 		ts.cliMem.AssertSize(t, 0)
 		ts.srvMem.AssertSize(t, 0)
 	})

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // A scan hands DoGet batches of up to 16K rows; Flight clients get batches
@@ -84,7 +86,23 @@ type mergedMessage struct {
 	size    int
 	owned   int         // bytes of the body made here (bitmaps, offsets)
 	buffers []ipcBuffer // where each Arrow buffer lies in the body
+	pooled  [][]byte    // offsets taken from the scan pool (free returns them)
 }
+
+// free returns the message's pooled buffers; call it once nothing reads
+// the body any more. A message never freed leaves them to the garbage
+// collector.
+func (m *mergedMessage) free() {
+	for _, b := range m.pooled {
+		mergePool.Free(b)
+	}
+	m.pooled = nil
+}
+
+// mergePool gives the rebased string offsets of merged messages, 4 bytes
+// a row and string column, without clearing them first (every entry is
+// written): a cleared Go allocation of them cost more than rebasing.
+var mergePool = tableformat.ScanAllocator()
 
 var ipcPadding [8]byte
 
@@ -174,7 +192,9 @@ func encodeMerged(batches []arrow.RecordBatch) *mergedMessage {
 			e.m.owned += len(bm)
 			e.add(bm)
 		case arrow.STRING, arrow.BINARY:
-			offs := make([]int32, rows+1)
+			raw := tableformat.AllocateUninit(mergePool, 4*int(rows+1))
+			e.m.pooled = append(e.m.pooled, raw)
+			offs := arrow.Int32Traits.CastFromBytes(raw)[:rows+1]
 			var data [][]byte
 			pos, base := 0, int32(0)
 			for _, a := range parts {
@@ -187,11 +207,7 @@ func encodeMerged(batches []arrow.RecordBatch) *mergedMessage {
 				}
 				n := a.Len()
 				first, end := src[0], src[n]
-				delta := base - first
-				dst := offs[pos : pos+n]
-				for i, o := range src[:n] {
-					dst[i] = o + delta
-				}
+				rebase(offs[pos:pos+n], src[:n], base-first)
 				if raw := a.Data().Buffers()[2]; raw != nil && end > first {
 					data = append(data, raw.Bytes()[first:end])
 				}
@@ -215,6 +231,26 @@ func encodeMerged(batches []arrow.RecordBatch) *mergedMessage {
 	e.m.header = e.header(rows)
 	e.m.buffers = e.buffers
 	return &e.m
+}
+
+// rebase sets dst[i] = src[i] + delta (len(dst) == len(src)), eight at
+// a time: twice as fast as the plain loop, which checked bounds on every
+// element.
+func rebase(dst, src []int32, delta int32) {
+	if delta == 0 {
+		copy(dst, src)
+		return
+	}
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		s, d := src[i:i+8:i+8], dst[i:i+8:i+8]
+		d[0], d[1], d[2], d[3] = s[0]+delta, s[1]+delta, s[2]+delta, s[3]+delta
+		d[4], d[5], d[6], d[7] = s[4]+delta, s[5]+delta, s[6]+delta, s[7]+delta
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] + delta
+	}
 }
 
 // header builds the flatbuffer Message of a record batch (Arrow format

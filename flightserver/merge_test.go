@@ -194,6 +194,7 @@ func TestEncodeMergedSlices(t *testing.T) {
 		t.Fatal("the schema is not mergeable")
 	}
 	m := encodeMerged(parts)
+	defer m.free()
 	for i, b := range m.buffers {
 		if b.offset%8 != 0 {
 			t.Errorf("buffer %d starts at %d: IPC body buffers must be 8-byte aligned", i, b.offset)

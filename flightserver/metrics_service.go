@@ -78,6 +78,9 @@ type serviceCollector struct {
 	rowsIn, rowsOut                *prometheus.Desc
 	commits, retries, conflicts    *prometheus.Desc
 	slotsUsed, slots               *prometheus.Desc
+	cacheBytes, cacheLimit         *prometheus.Desc
+	cacheHits, cacheMisses         *prometheus.Desc
+	cacheEvictions                 *prometheus.Desc
 	budgetHeld, budgetLimit        *prometheus.Desc
 	budgetWaiting, budgetEvictions *prometheus.Desc
 	callsRunning, callsRefused     *prometheus.Desc
@@ -97,6 +100,11 @@ func newServiceCollector(svc *Service, gate *guard.Gate) *serviceCollector {
 		conflicts:       d("append_commit_conflicts_total", "Appends that failed on a commit conflict (ABORTED: still losing the commit race after its retries, or the schema changed under it); nothing of them was committed."),
 		slotsUsed:       d("scan_slots_in_use", "Segments being decoded now, over all scans (each holds one of the shared scan slots)."),
 		slots:           d("scan_slots", "Scan slots: how many segments all scans together may decode at once."),
+		cacheBytes:      d("scan_cache_bytes", "Bytes of decoded segment columns the scan cache holds (--scan-cache-bytes)."),
+		cacheLimit:      d("scan_cache_limit_bytes", "The scan cache's bound (--scan-cache-bytes); 0 when there is no cache."),
+		cacheHits:       d("scan_cache_hits_total", "Segment reads by DoGet served from the scan cache, without decoding."),
+		cacheMisses:     d("scan_cache_misses_total", "Segment reads by DoGet that could use the scan cache but decoded (and filled it)."),
+		cacheEvictions:  d("scan_cache_evictions_total", "Scan cache entries (one column of one segment) dropped to make room."),
 		budgetHeld:      d("stream_budget_held_bytes", "Bytes the DoGet streams hold now: decoded batches and what gRPC holds for clients that have not read it."),
 		budgetLimit:     d("stream_budget_bytes", "The stream budget (--stream-budget); 0 when unbounded."),
 		budgetWaiting:   d("stream_budget_waiting_streams", "DoGet streams waiting for the stream budget before they decode more."),
@@ -110,7 +118,7 @@ func newServiceCollector(svc *Service, gate *guard.Gate) *serviceCollector {
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.commits, c.retries, c.conflicts, c.slotsUsed, c.slots,
-		c.budgetHeld, c.budgetLimit, c.budgetWaiting, c.budgetEvictions, c.maintEnabled, c.maintPaused} {
+		c.cacheBytes, c.cacheLimit, c.cacheHits, c.cacheMisses, c.cacheEvictions, c.budgetHeld, c.budgetLimit, c.budgetWaiting, c.budgetEvictions, c.maintEnabled, c.maintPaused} {
 		ch <- d
 	}
 	if c.gate != nil {
@@ -138,6 +146,12 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.conflicts, s.traffic.conflicts.Load())
 	gauge(c.slotsUsed, int64(len(s.slots)))
 	gauge(c.slots, int64(cap(s.slots)))
+	cs := s.ScanCacheStats()
+	gauge(c.cacheBytes, cs.Bytes)
+	gauge(c.cacheLimit, cs.Limit)
+	counter(c.cacheHits, cs.Hits)
+	counter(c.cacheMisses, cs.Misses)
+	counter(c.cacheEvictions, cs.Evictions)
 	b := s.budget
 	gauge(c.budgetHeld, b.held.Load())
 	gauge(c.budgetLimit, max(b.limit, 0))

@@ -233,6 +233,11 @@ func (s *streamMem) Free(buf []byte) {
 	s.charge(-int64(n))
 }
 
+// Hold charges (n > 0) or returns (n < 0) bytes the stream holds but did
+// not allocate: the scan cache's arrays in the batches it sends
+// (tableformat.SharedHolder).
+func (s *streamMem) Hold(n int64) { s.charge(n) }
+
 // Unwrap returns the allocator the account draws on.
 func (s *streamMem) Unwrap() memory.Allocator { return s.base }
 

@@ -63,6 +63,10 @@ type ScanOptions struct {
 	// stops the scan). A server that bounds the memory of its streams
 	// passes one per stream.
 	Pacer ScanPacer
+	// Cache, when not nil, keeps the decoded columns of segments read
+	// whole and serves them to later scans instead of decoding again
+	// (scan_cache.go); the answers are the same.
+	Cache *ScanCache
 }
 
 // ScanPacer paces a scan's decoding (ScanOptions.Pacer). Ready must be
@@ -142,6 +146,10 @@ func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.Re
 		return rd, nil
 	}
 	ix := st.Meta.Index
+	run.cacheTable = st.Meta.CreatedAt.UnixNano()
+	if p.cache != nil {
+		run.cacheSince = p.cache.epoch()
+	}
 	run.indexName, run.indexType = ix.Column, ix.Kind.Type
 	if col, ok := st.Meta.Schema.Column(ix.Column); ok {
 		run.indexUnit = col.Type.Unit
@@ -167,6 +175,7 @@ type scanStats struct {
 	rowGroupsRead atomic.Int64 // row groups left after pruning
 	rowsDecoded   atomic.Int64 // rows decoded from Parquet (all read columns)
 	rowsLocated   atomic.Int64 // index values decoded to locate a range
+	rowsCached    atomic.Int64 // rows served from the scan cache (all read columns)
 	passThrough   atomic.Int64 // decoded batches handed on without copying
 	directString  atomic.Int64 // string column chunks read by the direct decoder
 	batchesOut    atomic.Int64 // batches sent to the reader
@@ -184,6 +193,12 @@ type scanRun struct {
 	indexName string
 	indexType IndexType
 	indexUnit TimeUnit
+	// cacheTable names the table in the scan cache's keys (its creation
+	// time).
+	cacheTable int64
+	// cacheSince is the scan cache's clock when the scan started: its
+	// fills evict no entry used since.
+	cacheSince uint64
 
 	out  chan arrow.RecordBatch
 	next atomic.Int64 // next segment to claim

@@ -32,6 +32,8 @@ type scanPlan struct {
 	slots chan struct{}
 	// pacer is ScanOptions.Pacer.
 	pacer ScanPacer
+	// cache is ScanOptions.Cache.
+	cache *ScanCache
 	// segments are the segments to read, in PlanScan order.
 	segments []SegmentMeta
 	// canonical is the Arrow schema of the whole logical schema (nil when
@@ -115,7 +117,7 @@ func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
 		return nil, invalidf("scan: no table state")
 	}
 	ix := s.Meta.Index
-	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc, slots: opts.Slots, pacer: opts.Pacer}
+	p := &scanPlan{indexRead: -1, batchRows: opts.BatchRows, parallelism: opts.Parallelism, alloc: opts.Alloc, slots: opts.Slots, pacer: opts.Pacer, cache: opts.Cache}
 	if p.batchRows < 0 {
 		return nil, invalidf("scan: batch_rows %d is negative", opts.BatchRows)
 	}

@@ -104,6 +104,18 @@ type scanSegmentColumn struct {
 func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decodeSlot) (err error) {
 	emit := func(rec arrow.RecordBatch) error { return r.emit(rec, slot) }
 	p := r.plan
+	// The scan cache names the file by what Stat says before it is
+	// opened: a file replaced in between is read, but cached under the
+	// old file's name, which the new file never matches.
+	var cfile scanCacheFile
+	useCache := p.cache != nil
+	if useCache {
+		fi, err := r.fs.Stat(seg.Path)
+		useCache = err == nil && !fi.IsDir
+		if useCache {
+			cfile = scanCacheFile{table: r.cacheTable, path: seg.Path, size: fi.Size, mtime: fi.ModTime.UnixNano()}
+		}
+	}
 	f, err := r.fs.Open(seg.Path)
 	if err != nil {
 		if storage.IsNotExist(err) {
@@ -134,6 +146,7 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 	if err := verifySegmentSize(seg, f.Size()); err != nil {
 		return err
 	}
+	useCache = useCache && f.Size() == cfile.size
 	pf, err := file.NewParquetReader(src, file.WithReadProps(props))
 	if err != nil {
 		return scanSegmentError(seg, src, "cannot read the Parquet footer", err)
@@ -228,6 +241,24 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 	if limit < 0 {
 		fr.Props.BatchSize = scanEvenBatch(fr, rgs.groups, fr.Props.BatchSize)
 	}
+	// Whole row groups: served from the scan cache when it holds every
+	// column, else decoded into it (scan_cache.go).
+	decodeAlloc := p.alloc
+	var fill *scanCacheFill
+	if useCache && skip == 0 && limit < 0 {
+		if keys := r.cacheKeys(cfile, rgs.groups, fr.Props.BatchSize, cols); keys != nil {
+			if chunks, ok := p.cache.get(keys); ok {
+				return r.replaySegment(chunks, keys, acc, slot)
+			}
+			if fill = p.cache.newFill(keys, r.cacheSince); fill != nil {
+				defer fill.abandon()
+				decodeAlloc = p.cache.mem
+				if fr, err = pqarrow.NewFileReader(pf, fr.Props, decodeAlloc); err != nil {
+					return scanSegmentError(seg, src, "cannot map the Parquet schema to Arrow", err)
+				}
+			}
+		}
+	}
 	// Top-level dictionary string columns of whole row groups are decoded
 	// directly (scan_strings.go), as long as pqarrow still reads another
 	// column to set the batch sizes.
@@ -249,7 +280,7 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 				continue
 			}
 			leaves = slices.DeleteFunc(leaves, func(l int) bool { return l == leaf[0] })
-			direct[i] = newStringColumnReader(pf, leaf[0], rgs.groups, p.alloc, p.read[i].field.Type)
+			direct[i] = newStringColumnReader(pf, leaf[0], rgs.groups, decodeAlloc, p.read[i].field.Type)
 			r.stats.directString.Add(int64(len(rgs.groups)))
 		}
 	}
@@ -320,7 +351,7 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 			case from[i] < 0:
 				aligned[i] = array.MakeArrayOfNull(p.alloc, p.read[i].field.Type, n)
 			case cols[i].dict:
-				aligned[i] = scanExpandDict(p.alloc, rec.Column(from[i]).(*array.Dictionary), p.read[i].field.Type)
+				aligned[i] = scanExpandDict(decodeAlloc, rec.Column(from[i]).(*array.Dictionary), p.read[i].field.Type)
 			case cols[i].rewrap:
 				aligned[i] = scanRetype(rec.Column(from[i]), p.read[i].field.Type)
 			default:
@@ -329,23 +360,14 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 				aligned[i] = a
 			}
 		}
-		p.selectRows(aligned, n, &sel)
-		if sel.count > 0 {
-			for i, k := range p.outRead {
-				outCols[i] = aligned[k]
-			}
-			if sel.count == n && n >= acc.passThroughMin {
-				// Every row matches: hand the decoded arrays on as they are.
-				out := array.NewRecordBatch(p.output, outCols, int64(n))
-				r.stats.passThrough.Add(1)
-				if err := emit(out); err != nil {
-					release()
-					return err
-				}
-			} else if err := acc.add(outCols, sel.runs, emit); err != nil {
-				release()
-				return err
-			}
+		var shared []scanCacheKey
+		if fill != nil {
+			fill.add(aligned)
+			shared = fill.keys
+		}
+		if err := r.serveBatch(aligned, n, shared, acc, &sel, outCols, emit); err != nil {
+			release()
+			return err
 		}
 		release()
 	}
@@ -355,7 +377,45 @@ func (r *scanRun) readSegment(seg *SegmentMeta, acc *scanCoalescer, slot *decode
 		}
 		return scanSegmentError(seg, src, "cannot decode the Parquet segment", err)
 	}
+	if fill != nil {
+		fill.commit()
+	}
 	return nil
+}
+
+// serveBatch filters one batch of a segment's read columns (aligned, n
+// rows) and passes the matching rows on: the arrays themselves when every
+// row matches, else copies gathered by acc. shared, when not nil, marks
+// the columns whose arrays are the scan cache's (a non-zero key): a batch
+// passing them on charges their bytes to the scan's allocator while it is
+// held, when that is a SharedHolder.
+func (r *scanRun) serveBatch(aligned []arrow.Array, n int, shared []scanCacheKey, acc *scanCoalescer, sel *scanSelection, outCols []arrow.Array, emit func(arrow.RecordBatch) error) error {
+	p := r.plan
+	p.selectRows(aligned, n, sel)
+	if sel.count == 0 {
+		return nil
+	}
+	for i, k := range p.outRead {
+		outCols[i] = aligned[k]
+	}
+	if sel.count < n || n < acc.passThroughMin {
+		return acc.add(outCols, sel.runs, emit)
+	}
+	// Every row matches: hand the decoded arrays on as they are.
+	var out arrow.RecordBatch = array.NewRecordBatch(p.output, outCols, int64(n))
+	r.stats.passThrough.Add(1)
+	if h, ok := p.alloc.(SharedHolder); ok && shared != nil {
+		var bytes int64
+		for i, k := range p.outRead {
+			if shared[k] != (scanCacheKey{}) {
+				bytes += arrayBytes(outCols[i])
+			}
+		}
+		if bytes > 0 {
+			out = newSharedBatch(out, bytes, h)
+		}
+	}
+	return emit(out)
 }
 
 // scanEvenBatch returns the decode batch size for reading whole row groups

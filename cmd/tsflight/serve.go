@@ -87,7 +87,10 @@ counts against --max-calls and is stopped when nobody fetched it within
 batches and what gRPC holds for clients that have not read it (default
 1 GiB): scans decode only while it allows. A client that stops reading
 while other streams wait for the budget has its connection closed after
---stream-stall-timeout (default 15s).
+--stream-stall-timeout (default 15s). --scan-cache-bytes keeps decoded
+segment columns so that reading a table again skips decoding its Parquet
+(default 256 MiB, at most a quarter of --memory-limit when that is set;
+0 = off).
 
 Maintenance (docs/design.md): every --maintenance-interval (default 10s;
 0 = off) and whenever an append leaves a table with
@@ -156,6 +159,7 @@ type serveConfig struct {
 	sqlMemoryLimit  byteSize // 0: flightsql's default
 	sqlPrepared     byteSize // 0: flightsql's default
 	streamBudget    byteSize // 0: flightserver's default
+	scanCache       byteSize // 0: no scan cache
 	stallTimeout    time.Duration
 	maintInterval   time.Duration
 	maintMinSegs    int
@@ -179,6 +183,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		gcPercent:   flightserver.RecommendedGCPercent,
 		heapFloor:   flightserver.RecommendedHeapFloor,
 		maintMemory: flightserver.DefaultMaintenanceMemoryBytes,
+		scanCache:   flightserver.DefaultScanCacheBytes,
 	}
 	lim := guard.DefaultLimits()
 	fs := newFlagSet(serveCmd)
@@ -195,6 +200,7 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	fs.Var(&cfg.sqlMemoryLimit, "sql-memory-limit", "memory the SQL engine (DuckDB) may use for its buffers (`size`, 0 = a quarter of the machine's or the cgroup's memory); sorts, joins and aggregates spill to a temporary directory beyond it, other queries that need more fail with RESOURCE_EXHAUSTED")
 	fs.Var(&cfg.sqlPrepared, "sql-prepared-bytes", "bytes the open prepared statements may hold, texts and bound parameters (`size`, 0 = 256MiB); one token holds at most a quarter, its least recently used statements are closed to make room")
 	fs.Var(&cfg.streamBudget, "stream-budget", "memory all DoGet streams together may hold: decoded batches and what gRPC holds for clients that have not read it (`size`, 0 = 1GiB); scans decode only while it allows, a stream is not failed for it")
+	fs.Var(&cfg.scanCache, "scan-cache-bytes", "memory for decoded segment columns kept so that reading a table again skips decoding its Parquet (`size`, 0 = no cache; when not given and --memory-limit is set, at most a quarter of that); the least recently used are dropped first")
 	fs.DurationVar(&cfg.stallTimeout, "stream-stall-timeout", flightserver.DefaultStallTimeout, "how long a DoGet client may read nothing while other streams wait for the stream budget before its connection is closed (`duration`, -1s = never)")
 	fs.DurationVar(&cfg.maintInterval, "maintenance-interval", 10*time.Second, "how often background maintenance looks at every table to compact small segments (`duration`, 0 = no maintenance; appends that leave enough small segments wake it earlier)")
 	fs.IntVar(&cfg.maintMinSegs, "maintenance-min-segments", 8, "small segments a table must have before maintenance compacts it (`n`)")
@@ -216,8 +222,14 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	gcSet := false
-	fs.Visit(func(f *flag.Flag) { gcSet = gcSet || f.Name == "gc-percent" })
+	gcSet, cacheSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		gcSet = gcSet || f.Name == "gc-percent"
+		cacheSet = cacheSet || f.Name == "scan-cache-bytes"
+	})
+	if !cacheSet && cfg.memoryLimit > 0 {
+		cfg.scanCache = min(cfg.scanCache, cfg.memoryLimit/4)
+	}
 	if !gcSet && e.getenv("GOGC") != "" {
 		cfg.gcPercent = -1
 	}
@@ -264,6 +276,8 @@ func parseServeFlags(e *env, args []string) (*serveConfig, error) {
 		return nil, usagef("--sql-memory-limit must be at least 16MiB (or 0 for the default), got %s", cfg.sqlMemoryLimit.String())
 	case cfg.streamBudget < 0:
 		return nil, usagef("--stream-budget must not be negative")
+	case cfg.scanCache < 0:
+		return nil, usagef("--scan-cache-bytes must not be negative (0 = no cache)")
 	case cfg.stallTimeout == 0:
 		return nil, usagef("--stream-stall-timeout must be positive, or negative for never, got 0")
 	case cfg.sqlPrepared < 0:
@@ -332,6 +346,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	opts := flightserver.DefaultOptions(cfg.root)
 	opts.Logger = log.Named("flight")
 	opts.StreamBudget = int64(cfg.streamBudget)
+	opts.ScanCacheBytes = int64(cfg.scanCache)
 	opts.StallTimeout = cfg.stallTimeout
 	opts.CompactMemory = int64(cfg.maintMemory)
 	opts.MaxResultSize = int(cfg.maxSend) // the last action's one message
@@ -339,6 +354,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("root %s: %s", cfg.root, status.Convert(err).Message())
 	}
+	defer svc.Close() // the scan cache; runs after the server stopped
 	demo, err := prepareDemo(ctx, cfg, svc, log)
 	if err != nil {
 		return err
@@ -414,7 +430,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		"shutdown_timeout", cfg.shutdownTimeout.String(), "max_calls", cfg.maxCalls,
 		"max_streams_per_conn", cfg.streamsPerConn, "request_timeout", cfg.requestTimeout.String(),
 		"max_result_rows", cfg.maxResultRows, "sql_memory_limit", cfg.sqlMemoryLimit.String(),
-		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "stream_stall_timeout", cfg.stallTimeout,
+		"sql_prepared_bytes", cfg.sqlPrepared.String(), "stream_budget", cfg.streamBudget.String(), "scan_cache_bytes", cfg.scanCache.String(), "stream_stall_timeout", cfg.stallTimeout,
 		"maintenance_interval", cfg.maintInterval, "maintenance_memory", cfg.maintMemory.String()}, sec.describe()...)...)
 	sec.warnings(cfg.listen)
 	hup, stopHUP := notifyHUP()
