@@ -547,3 +547,29 @@ func TestAppendMetadataMustMatch(t *testing.T) {
 		}
 	}
 }
+
+// An entity value that is not UTF-8 cannot be given coverage: the append
+// is refused naming the entity column and the row, and writes nothing
+// (it used to store the row without coverage).
+func TestAppendRefusesEntityNotUTF8(t *testing.T) {
+	for _, entities := range [][]string{{"host"}, {"host", "v"}} {
+		t.Run(strings.Join(entities, ","), func(t *testing.T) {
+			spec := tsIndex()
+			spec.EntityColumns = entities
+			e := newAppendEnv(t, spec)
+			_, err := e.append(row{0, "h1", 1}, row{10, "bad\xff", 2}, row{20, "h2", 3})
+			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "entity "+strings.Join(entities, ", ")+", row 1 of the batch") || !strings.Contains(err.Error(), "UTF-8") {
+				t.Fatalf("append with a host that is not UTF-8: %v; want invalid input naming the entity and row 1", err)
+			}
+			if v := e.tb.State().Version; v != 1 {
+				t.Fatalf("version %d after the refused append, want 1", v)
+			}
+			if files := e.dataFiles(); len(files) != 0 {
+				t.Fatalf("the refused append left %v", files)
+			}
+			if _, err := e.append(row{0, "h1", 1}, row{10, "h2", 2}); err != nil {
+				t.Fatalf("a good append after the refused one: %v", err)
+			}
+		})
+	}
+}

@@ -144,7 +144,10 @@ func (s *streamStats) observe(ctx context.Context, ir indexReader, er entityRead
 			s.rows++
 		}
 	}
-	dups, example := s.cov.add(er, rec, ids)
+	dups, example, err := s.cov.add(er, rec, ids)
+	if err != nil {
+		return err
+	}
 	if dups > 0 {
 		if s.dups == 0 {
 			s.firstDup = example

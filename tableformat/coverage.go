@@ -89,8 +89,11 @@ func (c *segmentCoverage) ids(idx arrow.Array, ir indexReader, column string) ([
 }
 
 // add records the rows of rec (canonical schema) with their interval ids,
-// and returns how many were already present and one example.
-func (c *segmentCoverage) add(er entityReader, rec arrow.RecordBatch, ids []uint64) (uint64, string) {
+// and returns how many were already present and one example. An entity
+// value coverage cannot hold (a string that is not UTF-8) is
+// ErrInvalidInput naming the column and the row: the row would otherwise
+// be stored without coverage.
+func (c *segmentCoverage) add(er entityReader, rec arrow.RecordBatch, ids []uint64) (uint64, string, error) {
 	var dups uint64
 	var example string
 	note := func(ident coverage.Identity, id uint64) {
@@ -105,12 +108,17 @@ func (c *segmentCoverage) add(er entityReader, rec arrow.RecordBatch, ids []uint
 				note(nil, id)
 			}
 		}
-		return dups, example
+		return dups, example, nil
+	}
+	bad := func(row int, err error) (uint64, string, error) {
+		return 0, "", invalidf("entity %s, row %d of the batch: %v", strings.Join(er.names, ", "), row, err)
 	}
 	if len(er.cols) == 1 && er.types[0] == EntityUtf8 {
 		if col, ok := rec.Column(er.cols[0]).(*array.String); ok {
-			c.addByName(col, ids, note)
-			return dups, example
+			if row, err := c.addByName(col, ids, note); err != nil {
+				return bad(row, err)
+			}
+			return dups, example, nil
 		}
 	}
 	cols := make([]arrow.Array, len(er.cols))
@@ -131,21 +139,25 @@ func (c *segmentCoverage) add(er entityReader, rec arrow.RecordBatch, ids []uint
 				ident[k] = coverage.UInt64(col.(*array.Uint64).Value(row))
 			}
 		}
-		if already, _ := c.set.Add(ident, id); already {
+		already, err := c.set.Add(ident, id)
+		if err != nil {
+			return bad(row, err)
+		}
+		if already {
 			note(ident, id)
 		}
 	}
-	return dups, example
+	return dups, example, nil
 }
 
 // addByName is add for one string entity column. It records the same
 // pairs: an entity value met for the first time goes through the set's
 // identity lookup (which validates it), later rows add to its bitmap. A
-// value the set refuses (not UTF-8) is skipped as add skips it. (Adding
+// value the set refuses (not UTF-8) stops it: it returns the row. (Adding
 // the ids that cannot be duplicates in bulk at the end of each batch,
 // roaring's AddMany, cost more: 49 against 43 ns a row,
 // BenchmarkCoverageAddTSBS.)
-func (c *segmentCoverage) addByName(col *array.String, ids []uint64, note func(coverage.Identity, uint64)) {
+func (c *segmentCoverage) addByName(col *array.String, ids []uint64, note func(coverage.Identity, uint64)) (int, error) {
 	if c.names == nil {
 		c.names = newStrIDs()
 	}
@@ -157,7 +169,7 @@ func (c *segmentCoverage) addByName(col *array.String, ids []uint64, note func(c
 		} else {
 			var err error
 			if bm, err = c.set.AddTo(coverage.Identity{coverage.Utf8(v)}); err != nil {
-				continue
+				return row, err
 			}
 			if _, ok := c.names.add(v); ok {
 				c.bitmaps = append(c.bitmaps, bm)
@@ -167,6 +179,7 @@ func (c *segmentCoverage) addByName(col *array.String, ids []uint64, note func(c
 			note(coverage.Identity{coverage.Utf8(v)}, id)
 		}
 	}
+	return 0, nil
 }
 
 // describe renders an (identity, interval id) pair for error messages, in
