@@ -23,7 +23,7 @@ ingest  {"uri": "grpc://HOST:PORT", "files": [PARQUET, ...], "rows": N,
     last tsflight run's table is named `keep`, the others py_put_<i>.
 
 scan    {"uri": ..., "table": "cpu", "table_root": DIR, "work": DIR,
-         "runs": 3, "server_pid": PID}
+         "runs": 3, "server_pid": PID, "cold_uri": ..., "cold_pid": PID}
     Reads the whole table from tsflight once (untimed), every endpoint of
     its FlightInfo, and stores each endpoint's batches as they came (an
     Arrow IPC stream file per endpoint in `work`). A child process of this
@@ -35,6 +35,10 @@ scan    {"uri": ..., "table": "cpu", "table_root": DIR, "work": DIR,
        every batch read);
     C: the package's Session.sql_reader of SELECT * over the table's
        directory (in this process), every batch consumed.
+    D (with cold_uri): a second tsflight server over the same root that
+       keeps no decoded batches (--scan-cache-bytes 0), read like A, so
+       that A's repeated fetches (served from its scan cache after the
+       first) stand beside a read that decodes every time.
     One warm-up of each comes first.
 
 latency {"uri": ..., "runs": 200, "warmup": 20, "server_pid": PID}
@@ -305,6 +309,8 @@ def run_scan(mods, args, out):
     work = arg(args, "work", str)
     runs = arg(args, "runs", int, 3)
     pid = arg(args, "server_pid", int, 0)
+    cold_uri = arg(args, "cold_uri", str, "")
+    cold_pid = arg(args, "cold_pid", int, 0)
     ts = flight.connect(uri)
     desc = flight.FlightDescriptor.for_path(name)
     nep = len(ts.get_flight_info(desc).endpoints)
@@ -342,9 +348,14 @@ def run_scan(mods, args, out):
             "cpp": (lambda: read_endpoints(flight, cc, pool, desc), cpp.pid),
             "package": (pkg, None),
         }
+        order = ("tsflight", "cpp", "package")
+        if cold_uri:
+            cold = flight.connect(cold_uri)
+            systems["tsflight_cold"] = (lambda: read_endpoints(flight, cold, pool, desc), cold_pid)
+            order = ("tsflight", "cpp", "tsflight_cold", "package")
         res = {k: {"times_s": [], "server_cpu_s": [], "rows": 0, "bytes": 0} for k in systems}
         for i in range(runs + 1):  # run 0 is the warm-up
-            for k in abba(i, ("tsflight", "cpp", "package")):
+            for k in abba(i, order):
                 fn, p = systems[k]
                 (n, nb, _), secs, cpu = timed(fn, p)
                 if n != rows:

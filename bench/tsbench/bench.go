@@ -186,6 +186,9 @@ func runBench(ctx context.Context, args []string) error {
 		if s.name == "bigseg" && cfg.floor != "" {
 			r.Workloads = append(r.Workloads, bigsegFloorStep)
 		}
+		if s.name == "pyscan" {
+			r.Workloads = append(r.Workloads, pyColdStep)
+		}
 	}
 	for _, s := range steps {
 		start := time.Now()

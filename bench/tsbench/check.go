@@ -98,6 +98,11 @@ func checkReport(path string) error {
 		wantCmp("pyscan", "whole table, tsflight (MB/s)", "", false)
 		wantCmp("pyscan", "whole table, "+cppName+" (MB/s)", "", false)
 	}
+	if ran(pyColdStep) {
+		want("pyscan", "whole table", pyColdName)
+		wantCmp("pyscan", "whole table, cache off (every fetch decodes)", cppName, false)
+		wantCmp("pyscan", "whole table, "+pyColdName+" (MB/s)", "", false)
+	}
 	if ran("latency") {
 		for _, w := range []string{latSelect1, latPrepared, latFloor} {
 			want("latency", w, "tsflight")
