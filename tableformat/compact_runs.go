@@ -3,6 +3,7 @@ package tableformat
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -131,6 +132,44 @@ func (c *compactRuns) spill(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// sharedBucketRuns returns the runs that hold rows of the bucket the most
+// runs do.
+func sharedBucketRuns(runs []*spillRun) []*spillRun {
+	type edge struct {
+		at    uint64
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(runs))
+	for _, r := range runs {
+		edges = append(edges, edge{r.lo, 1})
+		if r.hi < math.MaxUint64 {
+			edges = append(edges, edge{r.hi + 1, -1})
+		}
+	}
+	// At equal points, runs end before others begin.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	var bucket uint64
+	most, cur := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		if cur > most {
+			most, bucket = cur, e.at
+		}
+	}
+	var out []*spillRun
+	for _, r := range runs {
+		if r.lo <= bucket && bucket <= r.hi {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // compactWidthSample is the fewest rows whose average width replaces the
 // schema's estimate.
 const compactWidthSample = 1024
@@ -152,6 +191,9 @@ func (c *compactRuns) sortInto(ctx context.Context, sink compactSink, chunkRows 
 	defer c.r.acct.reserve(-idx)
 	if err := c.buf.sort(c.ir, c.er, compactBuckets(c.ir, c.r.opts.SortBucket)); err != nil {
 		return err
+	}
+	if run, ok := sink.(*spillRun); ok && len(c.buf.order) > 0 {
+		run.lo, run.hi = c.buf.order[0].bucket, c.buf.order[len(c.buf.order)-1].bucket
 	}
 	for lo := 0; lo < len(c.buf.order); {
 		if err := ctx.Err(); err != nil {
@@ -178,28 +220,42 @@ func (c *compactRuns) write(ctx context.Context, out compactSink) error {
 		return err
 	}
 	m := &compactMerger{mem: c.r.acct, acct: c.r.acct, ir: c.ir, bucketOf: compactBuckets(c.ir, c.r.opts.SortBucket), er: c.er, schema: c.schema, chunkRows: c.budget.runRows}
-	// Merge passes while there are more runs than one merge reads: the
-	// smallest runs first, as few as leave exactly compactFanIn for the
-	// last merge, so that a row is rewritten as few times as can be.
-	for len(c.runs) > compactFanIn {
-		k := min(compactFanIn, len(c.runs)-compactFanIn+1)
-		slices.SortStableFunc(c.runs, func(a, b *spillRun) int { return cmp.Compare(a.rows, b.rows) })
+	// The last merge opens a run when it reaches the run's first bucket
+	// and closes it once read, so it holds at once the runs that share a
+	// bucket. While more than compactFanIn runs share one, some of them
+	// are merged into one first: the smallest, as few as bring that bucket
+	// down to compactFanIn, so that a row is rewritten as few times as
+	// can be. (Runs of a table fed in time order each cover a stretch of
+	// time, and few share a bucket; every run of an integer index, which
+	// has no buckets, shares the one.)
+	for {
+		shared := sharedBucketRuns(c.runs)
+		if len(shared) <= compactFanIn {
+			break
+		}
+		k := min(compactFanIn, len(shared)-compactFanIn+1)
+		slices.SortStableFunc(shared, func(a, b *spillRun) int { return cmp.Compare(a.rows, b.rows) })
+		merged := shared[:k]
 		run, err := newSpillRun(c.r.opts.SpillDir, c.schema, c.r.acct)
 		if err != nil {
 			return err
 		}
+		run.lo, run.hi = merged[0].lo, merged[0].hi
+		for _, in := range merged[1:] {
+			run.lo, run.hi = min(run.lo, in.lo), max(run.hi, in.hi)
+		}
 		c.runs = append(c.runs, run)
-		if err := m.merge(ctx, c.runs[:k], run); err != nil {
+		if err := m.merge(ctx, merged, run); err != nil {
 			return err
 		}
 		if err := run.finish(); err != nil {
 			return err
 		}
-		for _, done := range c.runs[:k] {
+		c.runs = slices.DeleteFunc(c.runs, func(r *spillRun) bool { return slices.Contains(merged, r) })
+		for _, done := range merged {
 			c.r.spilled(done)
 			done.close()
 		}
-		c.runs = c.runs[k:]
 	}
 	m.chunkRows = c.budget.chunkRows
 	return m.merge(ctx, c.runs, out)

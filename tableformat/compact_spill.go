@@ -10,11 +10,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/pierrec/lz4/v4"
 )
 
 // Spilled runs: when a compaction's rows do not fit its memory bound, the
 // rows are sorted a bufferful at a time and each sorted run is written to
-// a temporary Arrow IPC stream file, to be merged later.
+// a temporary file, to be merged later: an Arrow IPC stream (uncompressed
+// batches) compressed as one LZ4 frame (independent 64 KiB blocks, no
+// checksums), which the kernel and the merge read sequentially.
+//
+// LZ4 because a sorted run compresses well and cheaply: the rows of one
+// series are together, so that strings repeat and numbers change little
+// (BenchmarkCompactSpill, TSBS cpu-only rows: 3.5 times smaller for 0.4 s
+// more CPU per 156 MB of runs, a seventh of the compaction's CPU). Zstd
+// at its fastest level made the runs 2.5 times smaller again, for three
+// times the CPU of LZ4; Arrow's own buffer compression (ipc.WithLZ4,
+// ipc.WithZstd) compresses each buffer of each batch apart, and cost 1.1
+// and 3.2 s for less (see the report of the change).
 //
 // The files live outside the table (CompactOptions.SpillDir, by default
 // the system's temporary directory) and are unlinked as soon as they are
@@ -50,8 +62,12 @@ type spillRun struct {
 	name  string // removed at close where it could not be unlinked at once
 	rows  int64
 	bytes int64
+	// lo and hi are the buckets (compactBuckets keys) of its first and
+	// last rows: it holds rows of buckets lo..hi only.
+	lo, hi uint64
 
 	bw *bufio.Writer
+	cw *lz4.Writer
 	w  *ipc.Writer
 }
 
@@ -72,7 +88,11 @@ func newSpillRun(dir string, schema *arrow.Schema, mem memory.Allocator) (*spill
 		}
 	}
 	r.bw = bufio.NewWriterSize(spillWriter{r}, compactSpillBuffer)
-	r.w = ipc.NewWriter(r.bw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	r.cw = lz4.NewWriter(r.bw)
+	if err := r.cw.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.ConcurrencyOption(1)); err != nil {
+		panic(fmt.Errorf("tableformat: the options of a new LZ4 writer: %w", err)) // valid options: unreachable
+	}
+	r.w = ipc.NewWriter(r.cw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	return r, nil
 }
 
@@ -103,6 +123,12 @@ func (r *spillRun) put(rec arrow.RecordBatch) error {
 func (r *spillRun) finish() error {
 	err := r.w.Close()
 	r.w = nil
+	if r.cw != nil {
+		if cerr := r.cw.Close(); err == nil {
+			err = cerr
+		}
+		r.cw = nil
+	}
 	if err == nil {
 		err = r.bw.Flush()
 	}
@@ -118,7 +144,8 @@ func (r *spillRun) open(mem memory.Allocator) (*ipc.Reader, error) {
 	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 		return nil, storageErr("read a compaction spill file", err)
 	}
-	rd, err := ipc.NewReader(bufio.NewReaderSize(spillReader{r.f}, compactSpillReadBuffer), ipc.WithAllocator(mem))
+	src := lz4.NewReader(bufio.NewReaderSize(spillReader{r.f}, compactSpillReadBuffer))
+	rd, err := ipc.NewReader(src, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, storageErr("read a compaction spill file", err)
 	}
@@ -144,6 +171,10 @@ func (r *spillRun) close() {
 	if r.w != nil {
 		_ = r.w.Close()
 		r.w = nil
+	}
+	if r.cw != nil {
+		_ = r.cw.Close()
+		r.cw = nil
 	}
 	_ = r.f.Close()
 	if r.name != "" {

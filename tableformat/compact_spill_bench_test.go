@@ -98,16 +98,7 @@ func BenchmarkCompactSpill(b *testing.B) {
 		out += rep.BytesAfter
 		runs += uint64(rep.SpilledRuns)
 		peak = max(peak, rep.MemoryPeak)
-		var undo []Action
-		for _, g := range rep.Groups {
-			for _, p := range g.Outputs {
-				undo = append(undo, RemoveSegment{Path: p})
-			}
-		}
-		for _, seg := range st.Segments {
-			undo = append(undo, AddSegment{Segment: seg})
-		}
-		if _, err := tb.Commit(ctx, rep.CommittedVersion, undo); err != nil {
+		if err := undoCompaction(ctx, tb, st, rep); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
