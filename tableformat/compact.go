@@ -122,8 +122,9 @@ type CompactOptions struct {
 	// SpillDir is the directory of the temporary runs; "" means
 	// os.TempDir() ($TMPDIR). The files are unlinked as soon as they are
 	// created, so that nothing is left there even when the process is
-	// killed; they take about the decoded size of a group's rows beyond
-	// the bound (see CompactReport.SpillBytes).
+	// killed; they hold a group's rows LZ4-compressed, each row once when
+	// the table was fed in time order (TSBS rows: about 0.3 times their
+	// decoded size; see CompactReport.SpillBytes).
 	SpillDir string
 
 	// planLegacy lets a dry run plan on a format-6 table (Upgrade's
@@ -305,9 +306,10 @@ type CompactReport struct {
 // (rows, sort index, batches being gathered, the output's open row group;
 // CompactReport.MemoryPeak says how much was held). A group whose rows fit
 // is sorted in memory; otherwise each bufferful is sorted and spilled as a
-// run, an Arrow IPC stream in a temporary file of SpillDir (unlinked at
-// once, so that nothing outlives the call, not even a killed process), and
-// the runs are merged into the outputs, at most 16 at a time.
+// run, an LZ4-compressed Arrow IPC stream in a temporary file of SpillDir
+// (unlinked at once, so that nothing outlives the call, not even a killed
+// process), and the runs are merged into the outputs, each opened when the
+// merge reaches its first time bucket, at most 16 at a time.
 //
 // Errors wrap the package's categories: invalid options are
 // ErrInvalidInput naming the field; a cancelled ctx returns ctx.Err() with
