@@ -30,6 +30,14 @@ type compactRuns struct {
 	bufBytes int64
 	runs     []*spillRun
 
+	// Writing complete buckets while reading (compact_stream.go).
+	out       *groupOutput
+	version   uint64 // of the state read, for errors
+	stream    bool   // complete buckets may be written while reading
+	watermark uint64 // no row still to come lies in a bucket before it
+	flushed   bool   // rows were written while reading
+	frontier  uint64 // every row of the buckets before it was written
+
 	// Observed widths, for sizing the batches of later scans and runs.
 	seenRows, seenBytes int64
 }
@@ -51,19 +59,33 @@ func (c *compactRuns) release() {
 // source is read alone in small batches, to learn how wide the rows are
 // before the batches of the others are sized.
 func (c *compactRuns) read(ctx context.Context, st *State, g *compactGroup) error {
-	paths := g.paths()
-	parts := [][]string{paths[:1], paths[1:]}
-	for i, part := range parts {
-		if len(part) == 0 {
-			continue
-		}
+	c.stream = c.stream && canStream(c.ir, c.r.opts.SortBucket)
+	var perSourceByte float64 // decoded bytes per source file byte
+	for i := 0; i < len(g.sources); {
+		// The first source alone; then, while complete buckets may be
+		// written, parts of about a compactStreamPartFraction of the
+		// buffer; then every other source at once.
+		j := len(g.sources)
 		rows := c.budget.scanRows
-		if i == 0 {
-			rows = min(rows, 4096)
+		switch {
+		case i == 0:
+			j, rows = 1, min(rows, 4096)
+		case c.streamable():
+			var est float64
+			for j = i; j < len(g.sources) && (j == i || est < float64(c.budget.streamFill/compactStreamPartFraction)); j++ {
+				est += float64(*g.sources[j].FileSize) * perSourceByte
+			}
 		}
-		if err := c.readPart(ctx, st, g, part, rows); err != nil {
+		if c.stream {
+			c.watermark = bucketOfValue(g.sources[i].IndexMin, c.r.opts.SortBucket)
+		}
+		if err := c.readPart(ctx, st, g, g.sources[i:j], rows); err != nil {
 			return err
 		}
+		if i == 0 && *g.sources[0].FileSize > 0 {
+			perSourceByte = float64(c.seenBytes) / float64(*g.sources[0].FileSize)
+		}
+		i = j
 		if c.seenRows > 0 {
 			// The rows read so far say how wide rows are; a sample of a
 			// few rows only may say they are wider than estimated.
@@ -77,7 +99,11 @@ func (c *compactRuns) read(ctx context.Context, st *State, g *compactGroup) erro
 	return nil
 }
 
-func (c *compactRuns) readPart(ctx context.Context, st *State, g *compactGroup, paths []string, batchRows int) error {
+func (c *compactRuns) readPart(ctx context.Context, st *State, g *compactGroup, sources []SegmentMeta, batchRows int) error {
+	paths := make([]string, len(sources))
+	for i := range sources {
+		paths[i] = sources[i].Path
+	}
 	rdr, err := c.r.t.Scan(ctx, st, ScanOptions{Segments: paths, Alloc: c.r.acct, BatchRows: batchRows, Parallelism: compactScanWorkers})
 	if err != nil {
 		return err
@@ -86,6 +112,7 @@ func (c *compactRuns) readPart(ctx context.Context, st *State, g *compactGroup, 
 	if c.schema == nil {
 		c.schema = rdr.Schema()
 		c.buf.schema = c.schema
+		c.out.schema = c.schema
 	}
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
@@ -101,8 +128,8 @@ func (c *compactRuns) readPart(ctx context.Context, st *State, g *compactGroup, 
 		c.seenRows += n
 		c.seenBytes += size
 		g.rowsRead += uint64(n)
-		if c.bufBytes+sortIndexBytes(c.bufRows, c.idents) >= c.budget.fill {
-			if err := c.spill(ctx); err != nil {
+		if c.bufBytes+sortIndexBytes(c.bufRows, c.idents) >= c.fillLevel() {
+			if err := c.full(ctx); err != nil {
 				return err
 			}
 		}
@@ -189,7 +216,7 @@ func (c *compactRuns) sortInto(ctx context.Context, sink compactSink, chunkRows 
 	idx := sortIndexBytes(c.bufRows, c.idents)
 	c.r.acct.reserve(idx)
 	defer c.r.acct.reserve(-idx)
-	if err := c.buf.sort(c.ir, c.er, compactBuckets(c.ir, c.r.opts.SortBucket)); err != nil {
+	if err := c.sortBuffer(); err != nil {
 		return err
 	}
 	if run, ok := sink.(*spillRun); ok && len(c.buf.order) > 0 {

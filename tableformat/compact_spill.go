@@ -26,7 +26,7 @@ import (
 // at its fastest level made the runs 2.5 times smaller again, for three
 // times the CPU of LZ4; Arrow's own buffer compression (ipc.WithLZ4,
 // ipc.WithZstd) compresses each buffer of each batch apart, and cost 1.1
-// and 3.2 s for less (see the report of the change).
+// and 3.2 s for less (docs/design.md, Compaction).
 //
 // The files live outside the table (CompactOptions.SpillDir, by default
 // the system's temporary directory) and are unlinked as soon as they are

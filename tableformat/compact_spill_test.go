@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -66,28 +67,12 @@ func storedRows(t *testing.T, dir, p string) []string {
 	return out
 }
 
-// TestCompactSpilledEqualsInMemory: 72,000 TSBS cpu-only rows (100 hosts ×
-// 2 hours, appended a minute at a time in time order, about 13 MB
-// decoded) compact under a bound of 1 MiB into the same rows in the same
-// order, column for column, as with every row in memory: sorted by the
-// hour, and by 7 minutes (runs of about 5 minutes: most cross a bucket
-// into the first bucket of the next run, where the merge must open that
-// run before going on), where one merge reads every run, each from its
-// bucket on; and by the day, where every run shares the day and some are
-// merged first. The compactions allocate nothing they do not free.
-func TestCompactSpilledEqualsInMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("appends 72,000 rows")
-	}
-	ctx := context.Background()
-	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const hosts, steps, perAppend = 100, 720, 6
-	for first := 0; first < steps; first += perAppend {
-		batches := tsbsBatches(memory.DefaultAllocator, uint64(first)+1, hosts, first, perAppend, 1<<16)
+// appendTSBSMinutes appends steps of 10 s of hosts hosts (host_<first>
+// on) from step first, a minute (6 steps) at a time, with the given seed.
+func appendTSBSMinutes(t *testing.T, ctx context.Context, tb *Table, seed uint64, hosts, first, steps int) {
+	t.Helper()
+	for s := first; s < first+steps; s += 6 {
+		batches := tsbsBatches(memory.DefaultAllocator, seed+uint64(s), hosts, s, min(6, first+steps-s), 1<<16)
 		rdr, err := array.NewRecordReader(tsbsSchema(), batches)
 		for _, r := range batches {
 			r.Release()
@@ -101,60 +86,177 @@ func TestCompactSpilledEqualsInMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	compact := func(t *testing.T, bucket time.Duration, limit int64) (rows []string, spilled, read int) {
-		t.Helper()
-		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-		defer mem.AssertSize(t, 0)
-		st := tb.State()
-		o := compactOpts(mem)
-		o.SortBucket = bucket
-		o.SpillDir = t.TempDir()
-		var rep *CompactReport
-		var err error
-		testHookCompactSpilled = func(runs int) { read = runs }
-		defer func() { testHookCompactSpilled = nil }()
-		if limit == 0 {
-			rep, err = tb.Compact(ctx, o)
-		} else {
-			rep, err = compactWithLimit(ctx, tb, o, limit)
-		}
-		if err != nil || rep.RowsWritten != hosts*steps || rep.OutputSegments != 1 {
-			t.Fatalf("compaction: %+v %v", rep, err)
-		}
-		noSpillLeft(t, o.SpillDir)
-		rows = storedRows(t, dir, rep.Groups[0].Outputs[0])
-		if err := undoCompaction(ctx, tb, st, rep); err != nil {
-			t.Fatal(err)
-		}
-		return rows, rep.SpilledRuns, read
+}
+
+// compactedRows compacts tb into one segment sorted by bucket, in memory
+// (limit 0) or under the bound limit, and returns its rows in stored order
+// (storedRows), how many runs were spilled in all and while reading, and
+// how often complete buckets were written while reading; then it undoes
+// the compaction. It checks that the compaction frees what it allocates,
+// holds at most the bound and leaves no spill file.
+func compactedRows(t *testing.T, tb *Table, dir string, bucket time.Duration, limit int64, rows uint64) (out []string, spilled, read, flushed int) {
+	t.Helper()
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	st := tb.State()
+	o := compactOpts(mem)
+	o.SortBucket = bucket
+	o.SpillDir = t.TempDir()
+	var rep *CompactReport
+	var err error
+	testHookCompactSpilled = func(runs int) { read = runs }
+	testHookCompactFlushed = func() { flushed++ }
+	defer func() { testHookCompactSpilled, testHookCompactFlushed = nil, nil }()
+	if limit == 0 {
+		rep, err = tb.Compact(ctx, o)
+	} else {
+		rep, err = compactWithLimit(ctx, tb, o, limit)
 	}
-	for _, bucket := range []time.Duration{7 * time.Minute, time.Hour, 24 * time.Hour} {
+	if err != nil || rep.RowsWritten != rows || rep.OutputSegments != 1 {
+		t.Fatalf("compaction: %+v %v", rep, err)
+	}
+	noSpillLeft(t, o.SpillDir)
+	if limit > 0 && rep.MemoryPeak > uint64(limit) {
+		t.Fatalf("peak memory %d is above the bound %d", rep.MemoryPeak, limit)
+	}
+	out = storedRows(t, dir, rep.Groups[0].Outputs[0])
+	if err := undoCompaction(ctx, tb, st, rep); err != nil {
+		t.Fatal(err)
+	}
+	return out, rep.SpilledRuns, read, flushed
+}
+
+// sameRows fails unless got equals want row for row, and want is not
+// simply sorted as strings (then a change of order could go unseen).
+func sameRows(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d rows under the bound, %d in memory", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("row %d differs:\n%s under the bound\n%s in memory", i, got[i], want[i])
+		}
+	}
+	sorted := slices.Clone(want)
+	slices.Sort(sorted)
+	if slices.Equal(sorted, want) {
+		t.Fatal("the rows came out sorted as strings: the test would not see a change of order")
+	}
+}
+
+// TestCompactSpilledEqualsInMemory: 72,000 TSBS cpu-only rows (100 hosts ×
+// 2 hours, appended a minute at a time in time order, about 13 MB
+// decoded) compact under a bound of 1 MiB into the same rows in the same
+// order, column for column, as with every row in memory. Sorted by 1 and
+// 3 minutes, a bucket fits the bound: the complete buckets are written
+// while reading, and nothing is spilled. Sorted by 4 and 5 minutes, they
+// do not: every row is spilled, and the runs are merged in one pass, as by
+// 7 minutes (runs of about 4 minutes: most cross a bucket into the first
+// bucket of the next run, where the merge must open that run before going
+// on) and by the hour. Sorted by the day, every run shares the day and
+// some are merged first. The compactions allocate nothing they do not
+// free.
+func TestCompactSpilledEqualsInMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends 72,000 rows")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hosts, steps = 100, 720
+	appendTSBSMinutes(t, ctx, tb, 1, hosts, 0, steps)
+	for _, bucket := range []time.Duration{time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute, 7 * time.Minute, time.Hour, 24 * time.Hour} {
 		t.Run(bucket.String(), func(t *testing.T) {
-			want, spilled, _ := compact(t, bucket, 0)
-			if spilled != 0 {
-				t.Fatalf("the in-memory compaction spilled %d runs", spilled)
+			want, spilled, _, flushed := compactedRows(t, tb, dir, bucket, 0, hosts*steps)
+			if spilled != 0 || flushed != 0 {
+				t.Fatalf("the in-memory compaction spilled %d runs, wrote %d times while reading", spilled, flushed)
 			}
-			got, spilled, read := compact(t, bucket, MinCompactMemoryBytes)
-			t.Logf("%v: %d runs spilled while reading, %d in all", bucket, read, spilled)
-			if read <= compactFanIn {
-				t.Fatalf("%d runs spilled while reading, want more than %d", read, compactFanIn)
-			}
-			if (bucket <= time.Hour) != (spilled == read) {
-				t.Fatalf("%d runs spilled in all, %d while reading", spilled, read)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%d rows spilled, %d in memory", len(got), len(want))
-			}
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("row %d differs:\n%s spilled\n%s in memory", i, got[i], want[i])
+			got, spilled, read, flushed := compactedRows(t, tb, dir, bucket, MinCompactMemoryBytes, hosts*steps)
+			t.Logf("%v: %d runs spilled while reading, %d in all, %d writes of complete buckets while reading", bucket, read, spilled, flushed)
+			if bucket < 4*time.Minute {
+				if spilled != 0 || flushed < 10 {
+					t.Fatalf("%d runs spilled, %d writes while reading: want only writes", spilled, flushed)
+				}
+			} else {
+				if read <= compactFanIn || flushed != 0 {
+					t.Fatalf("%d runs spilled while reading, %d writes: want more than %d runs, no writes", read, flushed, compactFanIn)
+				}
+				if (bucket <= time.Hour) != (spilled == read) {
+					t.Fatalf("%d runs spilled in all, %d while reading", spilled, read)
 				}
 			}
-			sorted := slices.Clone(want)
-			slices.Sort(sorted)
-			if slices.Equal(sorted, want) {
-				t.Fatal("the rows came out sorted as strings: the test would not see a change of order")
-			}
+			sameRows(t, got, want)
 		})
 	}
+}
+
+// TestCompactStreamThenSpill: an hour of 100 hosts appended a minute at a
+// time, and then the rows of 30 more hosts over its last 40 minutes in one
+// append, compact by the minute under 1 MiB: the complete minutes are
+// written while reading until the late append, read in order of its first
+// row, fills the buffer with rows of minutes to come; from there the rows
+// are spilled and merged. The rows come out as in memory, row for row.
+func TestCompactStreamThenSpill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTSBSMinutes(t, ctx, tb, 1, 100, 0, 360)
+	late := tsbsBatches(memory.DefaultAllocator, 99, 130, 120, 240, 1<<16)
+	var keep []arrow.RecordBatch
+	for _, b := range late {
+		// Only hosts 100..129 of the 130 generated.
+		n := b.NumRows()
+		var idx []int
+		for i := range int(n) {
+			if h := b.Column(1).(*array.String).Value(i); h >= "host_100" && len(h) == len("host_100") {
+				idx = append(idx, i)
+			}
+		}
+		keep = append(keep, takeRows(t, b, idx))
+		b.Release()
+	}
+	rdr, err := array.NewRecordReader(tsbsSchema(), keep)
+	for _, r := range keep {
+		r.Release()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Append(ctx, rdr, nil)
+	rdr.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = 100*360 + 30*240
+	want, _, _, _ := compactedRows(t, tb, dir, time.Minute, 0, rows)
+	got, spilled, read, flushed := compactedRows(t, tb, dir, time.Minute, MinCompactMemoryBytes, rows)
+	t.Logf("%d writes of complete buckets while reading, then %d runs spilled while reading, %d in all", flushed, read, spilled)
+	if flushed == 0 || read == 0 {
+		t.Fatalf("%d writes while reading, %d runs spilled: want writes, then runs", flushed, read)
+	}
+	sameRows(t, got, want)
+}
+
+// takeRows is the rows idx of b, as a new batch.
+func takeRows(t *testing.T, b arrow.RecordBatch, idx []int) arrow.RecordBatch {
+	t.Helper()
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, b.Schema())
+	defer bld.Release()
+	for c := range int(b.NumCols()) {
+		col := b.Column(c)
+		for _, i := range idx {
+			if err := bld.Field(c).AppendValueFromString(col.ValueStr(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return bld.NewRecordBatch()
 }
