@@ -2,6 +2,7 @@ package tableformat
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -259,4 +260,49 @@ func takeRows(t *testing.T, b arrow.RecordBatch, idx []int) arrow.RecordBatch {
 		}
 	}
 	return bld.NewRecordBatch()
+}
+
+// TestCompactStreamIndexMinLies: a segment whose log entry records an
+// index_min later than its rows (a log that lies: Check finds it too) is
+// read after the complete buckets before that index_min were written; its
+// earlier rows could no longer be put in order, so the compaction fails
+// with ErrCorrupt and commits nothing.
+func TestCompactStreamIndexMinLies(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTSBSMinutes(t, ctx, tb, 1, 100, 0, 360)
+	// The first minute's segment claims to start 50 minutes later: the
+	// planner reads it after the segments of minutes 1..50.
+	st := tb.State()
+	first := st.Segments[0]
+	for _, seg := range st.Segments {
+		if seg.IndexMin.Compare(first.IndexMin) < 0 {
+			first = seg
+		}
+	}
+	lied := first
+	lied.IndexMin = TimeValue(first.IndexMin.Time.Add(50 * time.Minute))
+	lied.IndexMax = TimeValue(first.IndexMax.Time.Add(50 * time.Minute))
+	if _, err := tb.Commit(ctx, st.Version, []Action{RemoveSegment{Path: first.Path}, AddSegment{Segment: lied}}); err != nil {
+		t.Fatal(err)
+	}
+	before := tb.State().Version
+	o := compactOpts(memory.DefaultAllocator)
+	o.SortBucket = time.Minute
+	o.SpillDir = t.TempDir()
+	flushed := 0
+	testHookCompactFlushed = func() { flushed++ }
+	defer func() { testHookCompactFlushed = nil }()
+	rep, err := compactWithLimit(ctx, tb, o, MinCompactMemoryBytes)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "before the index_min its log entry records") || rep != nil || flushed == 0 {
+		t.Fatalf("got %+v %v after %d writes while reading", rep, err, flushed)
+	}
+	if st, _ := tb.Refresh(ctx); st.Version != before {
+		t.Fatalf("committed: version %d", st.Version)
+	}
+	noSpillLeft(t, o.SpillDir)
 }
