@@ -122,9 +122,11 @@ type CompactOptions struct {
 	// SpillDir is the directory of the temporary runs; "" means
 	// os.TempDir() ($TMPDIR). The files are unlinked as soon as they are
 	// created, so that nothing is left there even when the process is
-	// killed; they hold a group's rows LZ4-compressed, each row once when
-	// the table was fed in time order (TSBS rows: about 0.3 times their
-	// decoded size; see CompactReport.SpillBytes).
+	// killed. They hold, LZ4-compressed, the rows that could not be
+	// written while the group was read (see Compact): none when a table
+	// fed in time order has buckets that fit the bound, each row once when
+	// it was fed in time order (TSBS rows: about 0.3 times their decoded
+	// size; see CompactReport.SpillBytes).
 	SpillDir string
 
 	// planLegacy lets a dry run plan on a format-6 table (Upgrade's
@@ -305,8 +307,10 @@ type CompactReport struct {
 // Memory: a group's rows are read in batches and held up to MemoryBytes
 // (rows, sort index, batches being gathered, the output's open row group;
 // CompactReport.MemoryPeak says how much was held). A group whose rows fit
-// is sorted in memory; otherwise each bufferful is sorted and spilled as a
-// run, an LZ4-compressed Arrow IPC stream in a temporary file of SpillDir
+// is sorted in memory. Otherwise a full buffer writes its rows of the time
+// buckets no source still to read reaches (sources are read in order of
+// index_min), as long as they are at least half of it and nothing was
+// spilled; else it is sorted and spilled as a run, an LZ4-compressed Arrow IPC stream in a temporary file of SpillDir
 // (unlinked at once, so that nothing outlives the call, not even a killed
 // process), and the runs are merged into the outputs, each opened when the
 // merge reaches its first time bucket, at most 16 at a time.

@@ -11,10 +11,11 @@ import (
 
 // Reading a group within the memory bound: the sources' rows are decoded
 // in batches sized by the budget and buffered; a buffer that reaches the
-// budget's fill level is sorted and spilled as a run. A group whose rows
-// all fit is sorted and written at once, as before the bound; otherwise
-// the runs are merged (compact_merge.go), in passes of at most
-// compactFanIn runs.
+// budget's fill level writes its complete buckets to the output
+// (compact_stream.go), or is sorted and spilled as a run. A group whose
+// rows all fit is sorted and written at once, as before the bound;
+// otherwise the runs are merged (compact_merge.go), at most compactFanIn
+// at once.
 
 // compactRuns is the buffered rows and the spilled runs of one group.
 type compactRuns struct {
