@@ -28,10 +28,10 @@ import (
 // smaller (compactBudget.streamFill): the output's open row group and the
 // batches being gathered for it are held beside it.
 
-// compactStreamPartRows: the sources after the first are read in parts of
-// at least this fraction of the buffer (their decoded size estimated from
-// the first source's), so that the watermark follows the reading closely;
-// each part is a scan of its own.
+// compactStreamPartFraction: while complete buckets may be written, the
+// sources after the first are read in parts of about 1/4 of the buffer
+// (their decoded size estimated from the first source's), so that the
+// watermark follows the reading closely; each part is a scan of its own.
 const compactStreamPartFraction = 4
 
 // streamable reports whether complete buckets may still be written while
