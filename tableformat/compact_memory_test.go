@@ -55,9 +55,11 @@ func (p *peakAllocator) Free(b []byte) {
 	p.Allocator.Free(b)
 }
 
-// openSpillFiles counts the spill files this process has open (unlinked
-// ones read "… (deleted)" in /proc/self/fd). -1 where /proc is missing.
-func openSpillFiles(t *testing.T) int {
+// openSpillFiles counts the spill files in dir this process has open:
+// unlinked ones read "<dir>/tsflight-compact-… (deleted)" in /proc/self/fd,
+// ones made without a name (O_TMPFILE) "<dir>/#<inode> (deleted)". -1
+// where /proc is missing.
+func openSpillFiles(t *testing.T, dir string) int {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		return -1
@@ -69,7 +71,7 @@ func openSpillFiles(t *testing.T) int {
 	n := 0
 	for _, fd := range fds {
 		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
-		if err == nil && strings.Contains(target, "tsflight-compact-") {
+		if err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
 			n++
 		}
 	}
@@ -79,7 +81,7 @@ func openSpillFiles(t *testing.T) int {
 // noSpillLeft fails when a spill file is open or left in dir.
 func noSpillLeft(t *testing.T, dir string) {
 	t.Helper()
-	if n := openSpillFiles(t); n > 0 {
+	if n := openSpillFiles(t, dir); n > 0 {
 		t.Errorf("%d spill files are still open", n)
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
@@ -189,7 +191,7 @@ func testCompactMemoryBound(t *testing.T, bucket time.Duration) {
 		read = runs
 		if runs == 1 {
 			ents, _ := os.ReadDir(spill)
-			during = append(during, len(ents), openSpillFiles(t))
+			during = append(during, len(ents), openSpillFiles(t, spill))
 		}
 	}
 	rep, err := e.tb.Compact(ctx, o)

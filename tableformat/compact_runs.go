@@ -143,6 +143,10 @@ func (c *compactRuns) spill(ctx context.Context) error {
 	if c.bufRows == 0 {
 		return nil
 	}
+	if !c.r.swept {
+		sweepSpillFiles(c.r.opts.SpillDir)
+		c.r.swept = true
+	}
 	run, err := newSpillRun(c.r.opts.SpillDir, c.schema, c.r.acct)
 	if err != nil {
 		return err

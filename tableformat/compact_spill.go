@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,14 +30,18 @@ import (
 // and 3.2 s for less (docs/design.md, Compaction).
 //
 // The files live outside the table (CompactOptions.SpillDir, by default
-// the system's temporary directory) and are unlinked as soon as they are
-// created: the compaction reads them through the open descriptor, and the
-// kernel frees them when it is closed — at the end of the group, on any
-// failure, and when the process dies, SIGKILL included. No crash leaves a
-// spill file behind, and no table file or commit ever names one. (On
-// Windows, where an open file cannot be removed, they are removed when
-// closed; a crash there leaves tsflight-compact-*.arrows files in the
-// directory.)
+// the system's temporary directory) and have no name: on Linux they are
+// created without one (O_TMPFILE), elsewhere (and on file systems without
+// O_TMPFILE) they are removed as soon as they are created. The compaction
+// reads them through the open descriptor, and the kernel frees them when
+// it is closed — at the end of the group, on any failure, and when the
+// process dies, SIGKILL included. No table file or commit ever names one.
+// A process killed between creating a named file and removing it, and on
+// Windows (where an open file cannot be removed, so that they are removed
+// when closed) any killed process, leaves tsflight-compact-*.arrows files
+// in the directory: the next compaction that spills there removes them
+// (sweepSpillFiles). TestCrashTrialsCompact found such a file left by a
+// kill before the files were created without a name.
 
 // compactSpillPattern names spill files (os.CreateTemp pattern).
 const compactSpillPattern = "tsflight-compact-*.arrows"
@@ -77,16 +82,11 @@ func newSpillRun(dir string, schema *arrow.Schema, mem memory.Allocator) (*spill
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	f, err := os.CreateTemp(dir, compactSpillPattern)
+	f, name, err := createSpillFile(dir)
 	if err != nil {
 		return nil, storageErr("create a compaction spill file in "+dir+" (CompactOptions.SpillDir)", err)
 	}
-	r := &spillRun{f: f, name: f.Name()}
-	if runtime.GOOS != "windows" {
-		if err := os.Remove(f.Name()); err == nil {
-			r.name = ""
-		}
-	}
+	r := &spillRun{f: f, name: name}
 	r.bw = bufio.NewWriterSize(spillWriter{r}, compactSpillBuffer)
 	r.cw = lz4.NewWriter(r.bw)
 	if err := r.cw.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.ConcurrencyOption(1)); err != nil {
@@ -94,6 +94,39 @@ func newSpillRun(dir string, schema *arrow.Schema, mem memory.Allocator) (*spill
 	}
 	r.w = ipc.NewWriter(r.cw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	return r, nil
+}
+
+// createNamedSpillFile creates a new spill file in dir and removes its
+// name at once, where the system allows (not on Windows, where an open
+// file cannot be removed); name is the file's name while it still has
+// one, to be removed at close. A process killed between the creation and
+// the removal leaves the file: sweepSpillFiles removes it later.
+func createNamedSpillFile(dir string) (*os.File, string, error) {
+	f, err := os.CreateTemp(dir, compactSpillPattern)
+	if err != nil {
+		return nil, "", err
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Remove(f.Name()); err == nil {
+			return f, "", nil
+		}
+	}
+	return f, f.Name(), nil
+}
+
+// sweepSpillFiles removes the spill files left in dir by processes that
+// died while their files still had a name (see createNamedSpillFile). A
+// live process's file is safe: it reads its file through the descriptor
+// (the name is not needed once created), and where an open file cannot be
+// removed the removal fails.
+func sweepSpillFiles(dir string) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, compactSpillPattern))
+	for _, n := range names {
+		_ = os.Remove(n)
+	}
 }
 
 // spillWriter counts what reaches the file.

@@ -3,6 +3,7 @@ package tableformat
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -301,4 +302,43 @@ func TestCompactStreamIndexMinLies(t *testing.T) {
 		t.Fatalf("committed: version %d", st.Version)
 	}
 	noSpillLeft(t, o.SpillDir)
+}
+
+// TestCompactSweepsSpillFiles: spill files left in the spill directory by
+// a killed process (a name matching the pattern) are removed by the next
+// compaction that spills there; other files are left alone. Spill files
+// made without O_TMPFILE lose their name at once, and creating one in a
+// missing directory fails.
+func TestCompactSweepsSpillFiles(t *testing.T) {
+	e := newAppendEnv(t, tsIndex())
+	appendWide(t, e, 6, 100, 50)
+	spill := t.TempDir()
+	for _, n := range []string{"tsflight-compact-123.arrows", "tsflight-compact-4.arrows", "other.arrows"} {
+		if err := os.WriteFile(filepath.Join(spill, n), []byte("left"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := compactOpts(e.mem)
+	o.SpillDir = spill
+	o.MemoryBytes = MinCompactMemoryBytes
+	rep, err := e.tb.Compact(e.ctx, o)
+	if err != nil || rep.SpilledRuns < 2 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	ents, err := os.ReadDir(spill)
+	if err != nil || len(ents) != 1 || ents[0].Name() != "other.arrows" {
+		t.Fatalf("the spill directory holds %v (%v), want other.arrows alone", ents, err)
+	}
+
+	f, name, err := createNamedSpillFile(spill)
+	if err != nil || name != "" {
+		t.Fatalf("named spill file: %q %v", name, err)
+	}
+	f.Close()
+	if ents, _ := os.ReadDir(spill); len(ents) != 1 {
+		t.Fatalf("the named spill file kept its name: %v", ents)
+	}
+	if _, _, err := createNamedSpillFile(filepath.Join(spill, "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("in a missing directory: %v", err)
+	}
 }

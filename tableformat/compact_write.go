@@ -28,6 +28,9 @@ type compactRun struct {
 	// spillRuns and spillBytes count the temporary runs written.
 	spillRuns  int
 	spillBytes uint64
+	// swept: the spill directory was cleared of files left by killed
+	// processes (sweepSpillFiles), once per call.
+	swept bool
 }
 
 // cleanup removes every file of a call that did not commit.
