@@ -120,13 +120,15 @@ type CompactOptions struct {
 	// the open output row group, and the group's coverage.
 	MemoryBytes int64
 	// SpillDir is the directory of the temporary runs; "" means
-	// os.TempDir() ($TMPDIR). The files are unlinked as soon as they are
-	// created, so that nothing is left there even when the process is
-	// killed. They hold, LZ4-compressed, the rows that could not be
-	// written while the group was read (see Compact): none when a table
-	// fed in time order has buckets that fit the bound, each row once when
-	// it was fed in time order (TSBS rows: about 0.3 times their decoded
-	// size; see CompactReport.SpillBytes).
+	// os.TempDir() ($TMPDIR). The files have no name (created without one
+	// on Linux, else removed at once), so that nothing is left there even
+	// when the process is killed; the first spill of a call removes
+	// tsflight-compact-*.arrows files left there by killed processes. They
+	// hold, LZ4-compressed, the rows that could not be written while the
+	// group was read (see Compact): none when a table fed in time order has
+	// buckets that fit the bound, else each row once when it was fed in
+	// time order (TSBS rows: about 0.3 times their decoded size; see
+	// CompactReport.SpillBytes).
 	SpillDir string
 
 	// planLegacy lets a dry run plan on a format-6 table (Upgrade's
@@ -311,7 +313,7 @@ type CompactReport struct {
 // buckets no source still to read reaches (sources are read in order of
 // index_min), as long as they are at least half of it and nothing was
 // spilled; else it is sorted and spilled as a run, an LZ4-compressed Arrow IPC stream in a temporary file of SpillDir
-// (unlinked at once, so that nothing outlives the call, not even a killed
+// (without a name, so that nothing outlives the call, not even a killed
 // process), and the runs are merged into the outputs, each opened when the
 // merge reaches its first time bucket, at most 16 at a time.
 //

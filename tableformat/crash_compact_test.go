@@ -7,7 +7,7 @@
 // files no commit names, and the next compaction and append must succeed.
 // Every other round compacts under a bound so small that the rows are
 // spilled in many runs: after every kill the spill directory must be
-// empty (runs are unlinked at once, and die with the process).
+// empty (runs have no name, and die with the process).
 //
 // TSFLIGHT_CRASH_TRIALS sets the number of kills (default 50; the long
 // mode is 500), TSFLIGHT_CRASH_SEED the seed of the random delays
