@@ -312,10 +312,11 @@ type CompactReport struct {
 // is sorted in memory. Otherwise a full buffer writes its rows of the time
 // buckets no source still to read reaches (sources are read in order of
 // index_min), as long as they are at least half of it and nothing was
-// spilled; else it is sorted and spilled as a run, an LZ4-compressed Arrow IPC stream in a temporary file of SpillDir
-// (without a name, so that nothing outlives the call, not even a killed
-// process), and the runs are merged into the outputs, each opened when the
-// merge reaches its first time bucket, at most 16 at a time.
+// spilled; else it is sorted and spilled as a run, an LZ4-compressed
+// Arrow IPC stream in a temporary file of SpillDir (without a name, so
+// that nothing outlives the call, not even a killed process), and the runs
+// are merged into the outputs, each opened when the merge reaches its
+// first time bucket, at most 16 at a time.
 //
 // Errors wrap the package's categories: invalid options are
 // ErrInvalidInput naming the field; a cancelled ctx returns ctx.Err() with
