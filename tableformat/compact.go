@@ -120,10 +120,15 @@ type CompactOptions struct {
 	// the open output row group, and the group's coverage.
 	MemoryBytes int64
 	// SpillDir is the directory of the temporary runs; "" means
-	// os.TempDir() ($TMPDIR). The files are unlinked as soon as they are
-	// created, so that nothing is left there even when the process is
-	// killed; they take about the decoded size of a group's rows beyond
-	// the bound (see CompactReport.SpillBytes).
+	// os.TempDir() ($TMPDIR). The files have no name (created without one
+	// on Linux, else removed at once), so that nothing is left there even
+	// when the process is killed; the first spill of a call removes
+	// tsflight-compact-*.arrows files left there by killed processes. They
+	// hold, LZ4-compressed, the rows that could not be written while the
+	// group was read (see Compact): none when a table fed in time order has
+	// buckets that fit the bound, else each row once when it was fed in
+	// time order (TSBS rows: about 0.3 times their decoded size; see
+	// CompactReport.SpillBytes).
 	SpillDir string
 
 	// planLegacy lets a dry run plan on a format-6 table (Upgrade's
@@ -304,10 +309,14 @@ type CompactReport struct {
 // Memory: a group's rows are read in batches and held up to MemoryBytes
 // (rows, sort index, batches being gathered, the output's open row group;
 // CompactReport.MemoryPeak says how much was held). A group whose rows fit
-// is sorted in memory; otherwise each bufferful is sorted and spilled as a
-// run, an Arrow IPC stream in a temporary file of SpillDir (unlinked at
-// once, so that nothing outlives the call, not even a killed process), and
-// the runs are merged into the outputs, at most 16 at a time.
+// is sorted in memory. Otherwise a full buffer writes its rows of the time
+// buckets no source still to read reaches (sources are read in order of
+// index_min), as long as they are at least half of it and nothing was
+// spilled; else it is sorted and spilled as a run, an LZ4-compressed
+// Arrow IPC stream in a temporary file of SpillDir (without a name, so
+// that nothing outlives the call, not even a killed process), and the runs
+// are merged into the outputs, each opened when the merge reaches its
+// first time bucket, at most 16 at a time.
 //
 // Errors wrap the package's categories: invalid options are
 // ErrInvalidInput naming the field; a cancelled ctx returns ctx.Err() with

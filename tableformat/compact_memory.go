@@ -91,6 +91,10 @@ type compactBudget struct {
 	rowGroupRows int64 // MaxRowsPerRowGroup of the outputs
 	rgBytes      int64 // MaxBytesPerRowGroup of the outputs
 	fill         int64 // buffered bytes (rows and sort index) that start a spill
+	// streamFill is fill while the output may be open during the reading
+	// (compact_stream.go): the reading's and the writing's shares both
+	// held beside the buffer.
+	streamFill int64
 }
 
 // Shares of the bound (see compactBudget).
@@ -140,6 +144,7 @@ func (b *compactBudget) setWidth(width, rowGroupRows int64) {
 	reading := int64(2*compactScanWorkers+1)*int64(b.scanRows)*w + int64(b.runRows)*w
 	writing := 2*int64(b.chunkRows)*w + b.rowGroupRows*writerRow
 	b.fill = max(b.limit-max(reading, writing), b.limit/8)
+	b.streamFill = max(b.limit-reading-writing, b.limit/8)
 }
 
 // sortIndexBytes is the Go memory of the sort index of rows buffered rows

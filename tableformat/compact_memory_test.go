@@ -55,9 +55,11 @@ func (p *peakAllocator) Free(b []byte) {
 	p.Allocator.Free(b)
 }
 
-// openSpillFiles counts the spill files this process has open (unlinked
-// ones read "… (deleted)" in /proc/self/fd). -1 where /proc is missing.
-func openSpillFiles(t *testing.T) int {
+// openSpillFiles counts the spill files in dir this process has open:
+// unlinked ones read "<dir>/tsflight-compact-… (deleted)" in /proc/self/fd,
+// ones made without a name (O_TMPFILE) "<dir>/#<inode> (deleted)". -1
+// where /proc is missing.
+func openSpillFiles(t *testing.T, dir string) int {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		return -1
@@ -69,7 +71,7 @@ func openSpillFiles(t *testing.T) int {
 	n := 0
 	for _, fd := range fds {
 		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
-		if err == nil && strings.Contains(target, "tsflight-compact-") {
+		if err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
 			n++
 		}
 	}
@@ -79,7 +81,7 @@ func openSpillFiles(t *testing.T) int {
 // noSpillLeft fails when a spill file is open or left in dir.
 func noSpillLeft(t *testing.T, dir string) {
 	t.Helper()
-	if n := openSpillFiles(t); n > 0 {
+	if n := openSpillFiles(t, dir); n > 0 {
 		t.Errorf("%d spill files are still open", n)
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
@@ -146,16 +148,28 @@ func appendWide(t *testing.T, e *appendEnv, n, steps, hosts int) {
 	}
 }
 
-// TestCompactMemoryBound: 60 appends of 5,000 time-major rows decode to
-// about 15 times the 1 MiB bound. The compaction holds at most the bound
-// (by its own account and by an allocator of the test), spills more runs
-// than one merge reads, so that they are merged in two passes, and
-// writes the same rows and coverage, sorted by (host, ts). The spill files
-// are unlinked while they are used and closed at the end.
+// TestCompactMemoryBound: 60 appends of 5,000 time-major rows (16 h 40 min
+// of one day) decode to about 15 times the 1 MiB bound. The compaction
+// holds at most the bound (by its own account and by an allocator of the
+// test), spills more runs than one merge reads, and writes the same rows
+// and coverage, sorted by (bucket, host, ts). Sorted by the hour (the
+// default), the runs each cover a stretch of time and few share an hour:
+// one merge reads them all, opening each when it reaches its hour, and no
+// row is spilled twice. Sorted by the day, every run shares the one day:
+// some runs are merged into one first, and the last merge reads at most
+// compactFanIn. The runs are compressed: they take far fewer bytes than
+// the rows decode to. The spill files are unlinked while they are used and
+// closed at the end.
 func TestCompactMemoryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("appends 300,000 rows")
 	}
+	for _, bucket := range []time.Duration{time.Hour, 24 * time.Hour} {
+		t.Run(bucket.String(), func(t *testing.T) { testCompactMemoryBound(t, bucket) })
+	}
+}
+
+func testCompactMemoryBound(t *testing.T, bucket time.Duration) {
 	e := newAppendEnv(t, tsIndex())
 	ctx := e.ctx
 	appendWide(t, e, 60, 100, 50)
@@ -169,25 +183,39 @@ func TestCompactMemoryBound(t *testing.T) {
 	o := compactOpts(peak)
 	o.MemoryBytes = limit
 	o.SpillDir = spill
+	o.SortBucket = bucket
 	var during []int
+	read := 0 // runs spilled while reading
 	t.Cleanup(func() { testHookCompactSpilled = nil })
 	testHookCompactSpilled = func(runs int) {
+		read = runs
 		if runs == 1 {
 			ents, _ := os.ReadDir(spill)
-			during = append(during, len(ents), openSpillFiles(t))
+			during = append(during, len(ents), openSpillFiles(t, spill))
 		}
 	}
 	rep, err := e.tb.Compact(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d rows: peak %d bytes (test allocator %d) of %d, %d runs spilled (%d bytes)",
-		rep.RowsWritten, rep.MemoryPeak, peak.peak.Load(), limit, rep.SpilledRuns, rep.SpillBytes)
+	t.Logf("%d rows: peak %d bytes (test allocator %d) of %d, %d runs spilled while reading, %d in all (%d bytes)",
+		rep.RowsWritten, rep.MemoryPeak, peak.peak.Load(), limit, read, rep.SpilledRuns, rep.SpillBytes)
 	if rep.RowsRead != 300000 || rep.RowsWritten != 300000 || rep.SourceSegments != 60 || rep.OutputSegments != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	if rep.SpilledRuns <= compactFanIn || rep.SpillBytes < 300000*20 {
-		t.Fatalf("%d runs of %d bytes spilled, want more than %d (a merge pass before the last)", rep.SpilledRuns, rep.SpillBytes, compactFanIn)
+	if read <= compactFanIn {
+		t.Fatalf("%d runs spilled while reading, want more than one merge reads (%d)", read, compactFanIn)
+	}
+	if bucket == time.Hour && rep.SpilledRuns != read {
+		t.Fatalf("%d runs spilled in all, %d while reading: rows were spilled again before the last merge", rep.SpilledRuns, read)
+	}
+	if bucket != time.Hour && rep.SpilledRuns <= read {
+		t.Fatalf("%d runs spilled in all, %d while reading: want a merge before the last", rep.SpilledRuns, read)
+	}
+	// 300,000 rows of about 44 bytes decoded (ts, a 17-byte host and its
+	// offset, v): at least each row once, compressed.
+	if decoded := uint64(300000 * 44); rep.SpillBytes == 0 || rep.SpillBytes > decoded/3 {
+		t.Fatalf("%d bytes spilled for rows of about %d bytes decoded: want them compressed at least 3 times", rep.SpillBytes, decoded)
 	}
 	if rep.MemoryPeak > limit || peak.peak.Load() > limit {
 		t.Fatalf("peak memory %d (test allocator: %d) is above the bound %d", rep.MemoryPeak, peak.peak.Load(), limit)
@@ -208,8 +236,8 @@ func TestCompactMemoryBound(t *testing.T) {
 		t.Fatal("the union of the live sidecars changed")
 	}
 	keys, _ := segmentFileRows(t, e.dir, after.Segments[0].Path)
-	if len(keys) != 300000 || !slices.IsSortedFunc(keys, byBucketHostTS(time.Hour)) {
-		t.Fatalf("the output's %d rows are not sorted by (hour, host, ts)", len(keys))
+	if len(keys) != 300000 || !slices.IsSortedFunc(keys, byBucketHostTS(bucket)) {
+		t.Fatalf("the output's %d rows are not sorted by (%v, host, ts)", len(keys), bucket)
 	}
 	checkTable(t, ctx, e.tb)
 	if peak.cur.Load() != 0 {

@@ -1,8 +1,10 @@
 package tableformat
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -61,30 +63,46 @@ type compactMerger struct {
 
 // merge reads runs in order of their rows and puts them into sink; it
 // closes nothing (the caller owns the runs).
+//
+// A run is opened only when the merge reaches its first bucket (the rows
+// it puts out before then come from earlier buckets), and is closed once
+// read: of runs that cover different stretches of time, as the runs of a
+// table fed in time order do, only those that share a bucket are open at
+// once (compactRuns.write keeps that at most compactFanIn).
 func (m *compactMerger) merge(ctx context.Context, runs []*spillRun, sink compactSink) (err error) {
 	m.inputs = m.inputs[:0]
 	defer m.release()
-	for i, run := range runs {
-		rd, err := run.open(m.mem)
-		if err != nil {
-			return err
-		}
-		in := &mergeInput{run: run, rd: rd, seq: i, src: -1}
-		m.inputs = append(m.inputs, in) // released with m, even when empty
-		ok, err := m.next(in)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			m.inputs = m.inputs[:len(m.inputs)-1]
-			in.rd.Release()
-		}
+	pending := make([]int, len(runs))
+	for i := range pending {
+		pending[i] = i
 	}
-	heap.Init(&m.inputs)
+	slices.SortStableFunc(pending, func(a, b int) int { return cmp.Compare(runs[a].lo, runs[b].lo) })
 	m.refs = make([]compactRef, 0, m.chunkRows)
 	m.acct.reserve(int64(cap(m.refs)) * 24)
 	defer m.acct.reserve(-int64(cap(m.refs)) * 24)
-	for len(m.inputs) > 0 {
+	for len(m.inputs) > 0 || len(pending) > 0 {
+		// Open the runs whose first bucket the merge has reached.
+		if len(pending) > 0 && (len(m.inputs) == 0 || m.inputs[0].buckets[m.inputs[0].pos] >= runs[pending[0]].lo) {
+			i := pending[0]
+			pending = pending[1:]
+			rd, err := runs[i].open(m.mem)
+			if err != nil {
+				return err
+			}
+			in := &mergeInput{run: runs[i], rd: rd, seq: i, src: -1}
+			m.inputs = append(m.inputs, in) // released with m, even when empty
+			ok, err := m.next(in)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				m.inputs = m.inputs[:len(m.inputs)-1]
+				in.rd.Release()
+				continue
+			}
+			heap.Fix(&m.inputs, len(m.inputs)-1)
+			continue
+		}
 		top := m.inputs[0]
 		n := int(top.rec.NumRows())
 		end := n
@@ -94,6 +112,16 @@ func (m *compactMerger) merge(ctx context.Context, runs []*spillRun, sink compac
 				next = m.inputs[2]
 			}
 			end = m.before(top, next)
+		}
+		if len(pending) > 0 {
+			// Not into the first bucket of a run not yet open.
+			lo := runs[pending[0]].lo
+			for row := top.pos + 1; row < end; row++ {
+				if top.buckets[row] >= lo {
+					end = row
+					break
+				}
+			}
 		}
 		end = min(end, top.pos+m.chunkRows-len(m.refs))
 		if top.src < 0 {
@@ -244,8 +272,8 @@ func (m *compactMerger) release() {
 			in.rec.Release()
 			in.rec = nil
 		}
-		m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4)
-		in.keys, in.ident = nil, nil
+		m.acct.reserve(-int64(cap(in.keys))*8 - int64(cap(in.ident))*4 - int64(cap(in.buckets))*8)
+		in.keys, in.ident, in.buckets = nil, nil, nil
 		if in.rd != nil {
 			in.rd.Release()
 			in.rd = nil

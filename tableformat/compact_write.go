@@ -28,6 +28,9 @@ type compactRun struct {
 	// spillRuns and spillBytes count the temporary runs written.
 	spillRuns  int
 	spillBytes uint64
+	// swept: the spill directory was cleared of files left by killed
+	// processes (sweepSpillFiles), once per call.
+	swept bool
 }
 
 // cleanup removes every file of a call that did not commit.
@@ -88,7 +91,11 @@ func (r *compactRun) writeGroup(ctx context.Context, st *State, g *compactGroup)
 	}
 	budget := newCompactBudget(r.opts.MemoryBytes, int64(schema.NumFields()), compactSchemaWidth(schema), r.opts.MaxRowsPerRowGroup)
 	ir, er := newIndexReader(st, st.Schema()), newEntityReader(st, st.Schema())
-	runs := &compactRuns{r: r, budget: budget, ir: ir, er: er, idents: int64(max(g.cov.set.Len(), 1))}
+	out := &groupOutput{ctx: ctx, r: r, st: st, g: g, ir: ir, er: er, budget: budget,
+		union: newSegmentCoverage(st.Index(), len(er.cols) > 0)}
+	defer out.abort()
+	runs := &compactRuns{r: r, budget: budget, ir: ir, er: er, idents: int64(max(g.cov.set.Len(), 1)),
+		out: out, version: st.Version, stream: true}
 	defer runs.release()
 	if err := runs.read(ctx, st, g); err != nil {
 		return err
@@ -100,11 +107,6 @@ func (r *compactRun) writeGroup(ctx context.Context, st *State, g *compactGroup)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	out := &groupOutput{ctx: ctx, r: r, st: st, g: g, ir: ir, er: er, schema: runs.schema,
-		union: newSegmentCoverage(st.Index(), len(er.cols) > 0),
-		wopts: &AppendOptions{Compression: r.opts.Compression, MaxRowsPerRowGroup: budget.rowGroupRows,
-			MaxBytesPerRowGroup: min(budget.rgBytes, DefaultCompactTargetBytes), Alloc: r.acct}}
-	defer out.abort()
 	if err := runs.write(ctx, out); err != nil {
 		return err
 	}
@@ -132,8 +134,8 @@ type groupOutput struct {
 	g      *compactGroup
 	ir     indexReader
 	er     entityReader
-	schema *arrow.Schema
-	wopts  *AppendOptions
+	schema *arrow.Schema // set once the first rows are read
+	budget *compactBudget
 	union  *segmentCoverage
 	out    *compactOutput
 }
@@ -145,7 +147,11 @@ func (o *groupOutput) put(rec arrow.RecordBatch) error {
 		}
 	}
 	if o.out == nil {
-		out, err := o.r.newOutput(o.st, o.schema, o.wopts, len(o.er.cols) > 0)
+		// Sized by the budget as it is now: rows may be written while
+		// the group is read, once the width of its rows is known.
+		wopts := &AppendOptions{Compression: o.r.opts.Compression, MaxRowsPerRowGroup: o.budget.rowGroupRows,
+			MaxBytesPerRowGroup: min(o.budget.rgBytes, DefaultCompactTargetBytes), Alloc: o.r.acct}
+		out, err := o.r.newOutput(o.st, o.schema, wopts, len(o.er.cols) > 0)
 		if err != nil {
 			return err
 		}
