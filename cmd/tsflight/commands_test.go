@@ -77,7 +77,7 @@ func TestHelp(t *testing.T) {
 		for _, want := range []string{"Usage:\n  tsflight serve", "Example:", "--root DIRECTORY", "env TSFLIGHT_ROOT", "env TSFLIGHT_LISTEN", "--max-recv-msg-size SIZE", "default 64MiB", "--shutdown-timeout DURATION", "default 30s",
 			"--max-calls N", "default 1000", "--max-streams-per-conn N", "default 100", "--request-timeout DURATION", "default 1h0m0s", "--max-result-rows N",
 			"--stream-budget SIZE", "--stream-stall-timeout DURATION", "--sql-memory-limit SIZE", "--sql-prepared-bytes SIZE",
-			"--maintenance-memory SIZE", "and merged (default 64MiB)", "--maintenance-busy-share FRACTION", "(default 0.1)"} {
+			"--maintenance-memory SIZE", "and merged hour by hour (default 64MiB)", "--maintenance-busy-share FRACTION", "(default 0.1)"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("tsflight %q: exit %d, want %q in:\n%s", args, code, want, stdout)
 			}
