@@ -224,12 +224,18 @@ func (c *Catalog) HoldsLog(name string) bool {
 // log directory that cannot be read) is not a phantom: opening it says
 // what is wrong.
 func (c *Catalog) Phantom(name string) bool {
-	entries, err := c.root.List(path.Join(name, tableformat.LogDir))
+	// CURRENT is tableformat's current-version file (an on-disk name
+	// that does not change). Its presence settles it without listing a
+	// log that may hold many thousands of commits (IsTable asks this on
+	// every SQL statement that names a table).
+	logDir := path.Join(name, tableformat.LogDir)
+	if _, err := c.root.Stat(path.Join(logDir, "CURRENT")); err == nil {
+		return false
+	}
+	entries, err := c.root.List(logDir)
 	if err != nil {
 		return false
 	}
-	// CURRENT is tableformat's current-version file (an on-disk name
-	// that does not change).
 	return !slices.ContainsFunc(entries, func(n string) bool { return n == "CURRENT" || isCommitFile(n) })
 }
 
