@@ -74,19 +74,25 @@ func storedRows(t *testing.T, dir, p string) []string {
 func appendTSBSMinutes(t *testing.T, ctx context.Context, tb *Table, seed uint64, hosts, first, steps int) {
 	t.Helper()
 	for s := first; s < first+steps; s += 6 {
-		batches := tsbsBatches(memory.DefaultAllocator, seed+uint64(s), hosts, s, min(6, first+steps-s), 1<<16)
-		rdr, err := array.NewRecordReader(tsbsSchema(), batches)
-		for _, r := range batches {
-			r.Release()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = tb.Append(ctx, rdr, nil)
-		rdr.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		appendTSBSBatches(t, ctx, tb, tsbsBatches(memory.DefaultAllocator, seed+uint64(s), hosts, s, min(6, first+steps-s), 1<<16))
+	}
+}
+
+// appendTSBSBatches appends batches (TSBS-shaped) in one append and
+// releases them.
+func appendTSBSBatches(t *testing.T, ctx context.Context, tb *Table, batches []arrow.RecordBatch) {
+	t.Helper()
+	rdr, err := array.NewRecordReader(tsbsSchema(), batches)
+	for _, r := range batches {
+		r.Release()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Append(ctx, rdr, nil)
+	rdr.Release()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -221,18 +227,7 @@ func TestCompactStreamThenSpill(t *testing.T) {
 		keep = append(keep, takeRows(t, b, idx))
 		b.Release()
 	}
-	rdr, err := array.NewRecordReader(tsbsSchema(), keep)
-	for _, r := range keep {
-		r.Release()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = tb.Append(ctx, rdr, nil)
-	rdr.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendTSBSBatches(t, ctx, tb, keep)
 	const rows = 100*360 + 30*240
 	want, _, _, _ := compactedRows(t, tb, dir, time.Minute, 0, rows)
 	got, spilled, read, flushed := compactedRows(t, tb, dir, time.Minute, MinCompactMemoryBytes, rows)
