@@ -142,15 +142,16 @@ func checkTable(t *testing.T, ctx context.Context, tb *Table) {
 	}
 }
 
-// segmentFileRows reads a segment file in stored order: (host, ts) per
-// row, and the row count of each row group.
-func segmentFileRows(t *testing.T, dir, p string) (keys [][2]string, groups []int64) {
+// readSegmentFile reads the segment file p of the table in dir whole, in
+// stored order, and the row count of each of its row groups.
+func readSegmentFile(t *testing.T, dir, p string) (arrow.Table, []int64) {
 	t.Helper()
 	pf, err := file.OpenParquetFile(filepath.Join(dir, filepath.FromSlash(p)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pf.Close()
+	var groups []int64
 	for g := range pf.NumRowGroups() {
 		groups = append(groups, pf.MetaData().RowGroup(g).NumRows())
 	}
@@ -162,6 +163,14 @@ func segmentFileRows(t *testing.T, dir, p string) (keys [][2]string, groups []in
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl, groups
+}
+
+// segmentFileRows reads a segment file in stored order: (host, ts) per
+// row, and the row count of each row group.
+func segmentFileRows(t *testing.T, dir, p string) (keys [][2]string, groups []int64) {
+	t.Helper()
+	tbl, groups := readSegmentFile(t, dir, p)
 	defer tbl.Release()
 	tr := array.NewTableReader(tbl, 1<<20)
 	defer tr.Release()

@@ -13,8 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -39,19 +37,7 @@ func undoCompaction(ctx context.Context, tb *Table, st *State, rep *CompactRepor
 // stored order.
 func storedRows(t *testing.T, dir, p string) []string {
 	t.Helper()
-	pf, err := file.OpenParquetFile(filepath.Join(dir, filepath.FromSlash(p)), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, _ := readSegmentFile(t, dir, p)
 	defer tbl.Release()
 	tr := array.NewTableReader(tbl, 1<<16)
 	defer tr.Release()
