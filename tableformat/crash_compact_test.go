@@ -18,6 +18,7 @@ package tableformat
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -186,9 +188,9 @@ func TestCrashTrialsCompact(t *testing.T) {
 
 		// Vacuum finds exactly the files no commit names (a killed
 		// compaction's outputs and sidecars, a killed append's files).
-		namedPaths(t, dir, namedUpTo, st.Version, named)
+		testkit.NamedPaths(t, dir, CommitPath, namedUpTo, st.Version, named)
 		namedUpTo = st.Version
-		want := expectedStrays(t, dir, named)
+		want := testkit.ExpectedStrays(t, dir, LogDir, named)
 		rep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
 		if err != nil {
 			t.Fatalf("trial %d: vacuum: %v", trial, err)
@@ -211,12 +213,12 @@ func TestCrashTrialsCompact(t *testing.T) {
 			tally.compactions++
 		}
 		after, err := batchCounts(t, ctx, tb, mem)
-		if err != nil || !mapsEqual(after, counts) {
+		if err != nil || !maps.Equal(after, counts) {
 			tally.unreadable++
 			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
 		}
 		res := r.appendNext(trial, tb, counts)
-		namedPaths(t, dir, namedUpTo, res.Version, named)
+		testkit.NamedPaths(t, dir, CommitPath, namedUpTo, res.Version, named)
 		namedUpTo = res.Version
 		if err := checkCrashCoverage(t, ctx, tb, rows+crashRows); err != nil {
 			tally.covMismatches++

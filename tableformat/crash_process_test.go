@@ -14,6 +14,7 @@ package tableformat
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -92,9 +94,9 @@ func TestCrashTrialsLibrary(t *testing.T) {
 		counts, unacked := r.checkRows(trial, tb)
 
 		// Vacuum finds exactly the killed attempt's files.
-		namedPaths(t, dir, namedUpTo, st.Version, named)
+		testkit.NamedPaths(t, dir, CommitPath, namedUpTo, st.Version, named)
 		namedUpTo = st.Version
-		want := expectedStrays(t, dir, named)
+		want := testkit.ExpectedStrays(t, dir, LogDir, named)
 		inCommit := len(unacked) > 0 || strings.TrimSpace(string(cur)) != strconv.FormatUint(st.Version, 10)
 		for _, p := range want {
 			if strings.HasPrefix(p, LogDir+"/") {
@@ -131,14 +133,14 @@ func TestCrashTrialsLibrary(t *testing.T) {
 			t.Errorf("trial %d: second dry run: %v, %d removable", trial, err, rep.Removable)
 		}
 		after, err := batchCounts(t, ctx, tb, r.mem)
-		if err != nil || !mapsEqual(after, counts) {
+		if err != nil || !maps.Equal(after, counts) {
 			tally.unreadable++
 			t.Errorf("trial %d: the table reads differently after vacuum (%v)", trial, err)
 		}
 
 		// The next append succeeds.
 		res := r.appendNext(trial, tb, counts)
-		namedPaths(t, dir, namedUpTo, res.Version, named)
+		testkit.NamedPaths(t, dir, CommitPath, namedUpTo, res.Version, named)
 		namedUpTo = res.Version
 
 		if r.pythonDue(trial, 50) {

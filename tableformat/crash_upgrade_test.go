@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -106,7 +107,7 @@ func TestCrashTrialsUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash trials spawn processes")
 	}
-	trials, seed := crashTrialSettings(t, crashUpgradeTrials)
+	trials, seed := testkit.CrashSettings(t, crashUpgradeTrials)
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	tally := &upgradeCrashTally{}
 	t.Cleanup(func() {

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -492,7 +494,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 		if trial%2 == 1 {
 			keep = &zero
 		}
-		candidates := strayCandidates(t, dir)
+		candidates := testkit.StrayCandidates(t, dir, LogDir)
 		rep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), KeepSnapshots: keep})
 		if err != nil {
 			t.Fatalf("trial %d, %s: vacuum dry run: %v", trial, when, err)
@@ -502,7 +504,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: vacuum (keeping %s) lists as removable\n%v\nwant\n%v", trial, when, rep.KeepSnapshots, got, want)
 		}
-		candidates = strayCandidates(t, dir)
+		candidates = testkit.StrayCandidates(t, dir, LogDir)
 		rep, err = tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true, KeepSnapshots: keep})
 		if err != nil {
 			t.Fatalf("trial %d, %s: vacuum: %v", trial, when, err)
@@ -512,7 +514,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: vacuum (keeping %s) deleted\n%v\nwant\n%v", trial, when, rep.KeepSnapshots, got, want)
 		}
-		if left := files.removable(strayCandidates(t, dir), rep.SupersededBefore); len(left) != 0 {
+		if left := files.removable(testkit.StrayCandidates(t, dir, LogDir), rep.SupersededBefore); len(left) != 0 {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: after the vacuum these should be gone: %v", trial, when, left)
 		}
@@ -533,7 +535,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: second dry run: %v removable", trial, when, vacuumed(rep, VacuumRemovable))
 		}
-		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !mapsEqual(after, counts) {
+		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !maps.Equal(after, counts) {
 			tally.unreadable++
 			t.Errorf("trial %d, %s: the table reads differently after vacuum (%v)", trial, when, err)
 		}
@@ -622,7 +624,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 		if !crep.NoOp {
 			tally.compactions++
 		}
-		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !mapsEqual(after, counts) {
+		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !maps.Equal(after, counts) {
 			tally.unreadable++
 			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestUpgradeCommand(t *testing.T) {
 		!strings.HasPrefix(csv[3], "last-values,planned,write the last-value index") {
 		t.Fatalf("csv dry run:\n%s", strings.Join(csv, "\n"))
 	}
-	if after := treeSums(t, f.root); !mapsEqual(after, before) {
+	if after := treeSums(t, f.root); !maps.Equal(after, before) {
 		t.Fatalf("the dry run changed files:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -118,16 +119,4 @@ func TestUpgradeCommand(t *testing.T) {
 	f.fail(t, exitUsage, []string{"missing the table name"}, "upgrade")
 	f.fail(t, exitUsage, []string{"--dry-run"}, "upgrade", "--dry-run=maybe", "old")
 	f.fail(t, exitFail, []string{`"nope"`, "not found"}, "upgrade", "nope")
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
