@@ -78,13 +78,8 @@ func (b *bench) pyServer(ctx context.Context, needTable bool) error {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return err
 		}
-		srv, err := startServer(b.cfg.tsflight, root, noMaintenance...)
+		srv, c, err := serveAndDial(b.cfg.tsflight, root, noMaintenance...)
 		if err != nil {
-			return err
-		}
-		c, err := dialFlight(srv.addr)
-		if err != nil {
-			srv.stop()
 			return err
 		}
 		b.py.root, b.py.srv, b.py.client = root, srv, c
