@@ -101,14 +101,21 @@ func TestAddRangeAndIdentities(t *testing.T) {
 	}
 }
 
+// twoEntitySets returns identities A, B and C and two entity sets: x
+// holds A at 1 and 2 and B at 1, y holds A at 2 and 3 and C at 4.
+func twoEntitySets(t *testing.T) (a, b, c Identity, x, y *Set) {
+	t.Helper()
+	a, b, c = ident("A"), ident("B"), ident("C")
+	x, y = NewEntity(), NewEntity()
+	mustAdd(t, x, a, 1, 2)
+	mustAdd(t, x, b, 1)
+	mustAdd(t, y, a, 2, 3)
+	mustAdd(t, y, c, 4)
+	return a, b, c, x, y
+}
+
 func TestUnionCloneEqual(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	left := NewEntity()
-	mustAdd(t, left, a, 1, 2)
-	mustAdd(t, left, b, 1)
-	right := NewEntity()
-	mustAdd(t, right, a, 2, 3)
-	mustAdd(t, right, c, 4)
+	_, _, c, left, right := twoEntitySets(t)
 	before := left.Clone()
 	u, err := Union(left, right)
 	if err != nil {
@@ -240,13 +247,7 @@ func BenchmarkAddExistingIdentity(b *testing.B) {
 }
 
 func TestExtendedLeavesBothInputs(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	left := NewEntity()
-	mustAdd(t, left, a, 1, 2)
-	mustAdd(t, left, b, 1)
-	right := NewEntity()
-	mustAdd(t, right, a, 2, 3)
-	mustAdd(t, right, c, 4)
+	a, b, _, left, right := twoEntitySets(t)
 	leftBefore, rightBefore := left.Clone(), right.Clone()
 	ext, err := left.Extended(right)
 	if err != nil {
@@ -283,13 +284,7 @@ func TestExtendedLeavesBothInputs(t *testing.T) {
 }
 
 func TestAbsorbSharesAndLeavesInputs(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	first := NewEntity()
-	mustAdd(t, first, a, 1, 2)
-	mustAdd(t, first, b, 1)
-	second := NewEntity()
-	mustAdd(t, second, a, 2, 3)
-	mustAdd(t, second, c, 4)
+	a, b, c, first, second := twoEntitySets(t)
 	firstBefore, secondBefore := first.Clone(), second.Clone()
 	group := NewEntity()
 	for _, s := range []*Set{first, second} {

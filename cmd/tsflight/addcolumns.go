@@ -23,10 +23,7 @@ Example:
   tsflight add-columns cpu temp_c:float64 'note:utf8'`,
 }
 
-func init() {
-	addColumnsCmd.Run = runAddColumns
-	register(addColumnsCmd)
-}
+func init() { register(addColumnsCmd, runAddColumns) }
 
 func runAddColumns(ctx context.Context, e *env, args []string) error {
 	server, format, table, specs, err := parseTableItems(addColumnsCmd, e, args, "the columns to add (NAME:TYPE …)")

@@ -36,10 +36,7 @@ Example:
   tsflight compact cpu`,
 }
 
-func init() {
-	compactCmd.Run = runCompact
-	register(compactCmd)
-}
+func init() { register(compactCmd, runCompact) }
 
 func runCompact(ctx context.Context, e *env, args []string) error {
 	return runDryRunAction(ctx, e, args, compactCmd, flightserver.ActionCompact, "only list what would be merged; change nothing",

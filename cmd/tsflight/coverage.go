@@ -51,10 +51,8 @@ Example:
 }
 
 func init() {
-	coverageCmd.Run = runCoverage
-	gapsCmd.Run = runGaps
-	register(coverageCmd)
-	register(gapsCmd)
+	register(coverageCmd, runCoverage)
+	register(gapsCmd, runGaps)
 }
 
 // rangeFlags are the flags coverage and gaps share.

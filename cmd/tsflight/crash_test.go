@@ -156,13 +156,9 @@ func (r *crashRun) writer() (*exec.Cmd, *syncBuffer, chan error) {
 		args = append(args, p)
 	}
 	cmd := cliCommand(r.t, nil, args...)
-	out, errb := &syncBuffer{}, &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, errb
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	_, done := startCollecting(r.t, cmd)
 	return cmd, out, done
 }
 

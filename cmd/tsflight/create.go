@@ -27,10 +27,7 @@ Example:
   tsflight load cpu cpu-2016-01-01.parquet`,
 }
 
-func init() {
-	createCmd.Run = runCreate
-	register(createCmd)
-}
+func init() { register(createCmd, runCreate) }
 
 func runCreate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(createCmd)

@@ -24,10 +24,7 @@ Example:
   tsflight describe --format json cpu`,
 }
 
-func init() {
-	describeCmd.Run = runDescribe
-	register(describeCmd)
-}
+func init() { register(describeCmd, runDescribe) }
 
 // tableDescription is the describe-table answer.
 type tableDescription struct {

@@ -294,6 +294,40 @@ type putStream struct {
 	w      *flight.Writer
 }
 
+// startCollecting starts cmd with its standard error collected, and
+// returns that and a channel that gets cmd's exit.
+func startCollecting(t *testing.T, cmd *exec.Cmd) (*syncBuffer, chan error) {
+	t.Helper()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return stderr, done
+}
+
+// newPut creates table through c and opens a DoPut of it that has sent
+// the first rows rows (batch(0, rows)).
+func newPut(t *testing.T, ctx context.Context, c flight.Client, table string, rows int) *putStream {
+	t.Helper()
+	createTable(t, ctx, c, table)
+	p := openPut(t, ctx, c, table)
+	if err := p.write(batch(0, rows)); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sigtermDuringPut waits until the server logs that a DoPut started, then
+// sends it SIGTERM.
+func (p *serverProc) sigtermDuringPut() {
+	p.t.Helper()
+	p.waitLog("DoPut started", 10*time.Second)
+	p.signal(syscall.SIGTERM)
+}
+
 func openPut(t *testing.T, ctx context.Context, c flight.Client, table string) *putStream {
 	t.Helper()
 	stream, err := c.DoPut(ctx)

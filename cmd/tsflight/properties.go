@@ -36,10 +36,7 @@ Example:
   tsflight set-properties cpu owner=ops tsflight.keep-snapshots=`,
 }
 
-func init() {
-	setPropertiesCmd.Run = runSetProperties
-	register(setPropertiesCmd)
-}
+func init() { register(setPropertiesCmd, runSetProperties) }
 
 func runSetProperties(ctx context.Context, e *env, args []string) error {
 	server, format, table, specs, err := parseTableItems(setPropertiesCmd, e, args, "the properties to set (NAME=VALUE …; NAME= removes one)")

@@ -38,10 +38,7 @@ Example:
   tsflight upgrade prices`,
 }
 
-func init() {
-	upgradeCmd.Run = runUpgrade
-	register(upgradeCmd)
-}
+func init() { register(upgradeCmd, runUpgrade) }
 
 func runUpgrade(ctx context.Context, e *env, args []string) error {
 	return runDryRunAction(ctx, e, args, upgradeCmd, flightserver.ActionUpgrade, "only list the steps; change nothing", upgradeGrid,

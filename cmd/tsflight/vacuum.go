@@ -46,10 +46,7 @@ Example:
   tsflight vacuum --keep-snapshots 24h --apply cpu`,
 }
 
-func init() {
-	vacuumCmd.Run = runVacuum
-	register(vacuumCmd)
-}
+func init() { register(vacuumCmd, runVacuum) }
 
 // olderThan turns --older-than into the request's cutoff: an RFC 3339
 // time as "older_than", or a duration as "retention", which the server

@@ -130,14 +130,7 @@ func TestVacuumCommandErrors(t *testing.T) {
 	f.fail(t, exitUsage, []string{"--format"}, "vacuum", "--format", "parquet", "t")
 	f.fail(t, exitFail, []string{"older_than", "future", "invalid argument"}, "vacuum", "--older-than", future, "t")
 	f.fail(t, exitFail, []string{`"nope"`, "not found"}, "vacuum", "nope")
-	stdout, stderr, code := runCLI(t, nil, "vacuum", "--help")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage:\n  "+vacuumCmd.Usage+"\n") || !strings.Contains(stdout, "--apply") {
-		t.Fatalf("vacuum --help: %d %q\n%s", code, stderr, stdout)
-	}
-	stdout, _, _ = runCLI(t, nil, "--help")
-	if !strings.Contains(stdout, "\n  vacuum ") {
-		t.Fatalf("tsflight --help does not list vacuum:\n%s", stdout)
-	}
+	checkHelp(t, vacuumCmd, "--apply")
 	// An empty table has nothing to vacuum.
 	if out := f.ok(t, "vacuum", "--older-than", "0s", "--apply", "t"); !strings.Contains(out, "deleted 0 files (0 B)") {
 		t.Fatalf("empty table:\n%s", out)
