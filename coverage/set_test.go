@@ -114,6 +114,18 @@ func twoEntitySets(t *testing.T) (a, b, c Identity, x, y *Set) {
 	return a, b, c, x, y
 }
 
+// wantUnion: got, which op made, must hold the union of x and y.
+func wantUnion(t *testing.T, op string, got, x, y *Set) {
+	t.Helper()
+	want, err := Union(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(want) {
+		t.Errorf("%s holds %d identities / %d pairs, the union %d / %d", op, got.Len(), got.Cardinality(), want.Len(), want.Cardinality())
+	}
+}
+
 func TestUnionCloneEqual(t *testing.T) {
 	_, _, c, left, right := twoEntitySets(t)
 	before := left.Clone()
@@ -253,13 +265,7 @@ func TestExtendedLeavesBothInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Union(leftBefore, rightBefore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ext.Equal(want) {
-		t.Errorf("Extended holds %d identities / %d pairs, the union %d / %d", ext.Len(), ext.Cardinality(), want.Len(), want.Cardinality())
-	}
+	wantUnion(t, "Extended", ext, leftBefore, rightBefore)
 	if !left.Equal(leftBefore) || !right.Equal(rightBefore) {
 		t.Error("Extended modified an input")
 	}
@@ -292,13 +298,7 @@ func TestAbsorbSharesAndLeavesInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := Union(firstBefore, secondBefore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !group.Equal(want) {
-		t.Errorf("Absorb holds %d identities / %d pairs, the union %d / %d", group.Len(), group.Cardinality(), want.Len(), want.Cardinality())
-	}
+	wantUnion(t, "Absorb", group, firstBefore, secondBefore)
 	if !first.Equal(firstBefore) || !second.Equal(secondBefore) {
 		t.Error("Absorb modified a set it absorbed")
 	}
