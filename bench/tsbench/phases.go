@@ -69,8 +69,7 @@ func tableSpec(name string) map[string]any {
 // TO parquet of the same rows. Each of cfg.runs runs starts from an empty
 // table.
 func (b *bench) ingest(ctx context.Context) error {
-	root := filepath.Join(b.cfg.work, "ts-ingest")
-	os.RemoveAll(root)
+	root := b.scratchDir("ts-ingest")
 	srv, c, err := serveAndDial(b.cfg.tsflight, root, noMaintenance...)
 	if err != nil {
 		return err

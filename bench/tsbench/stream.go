@@ -688,8 +688,7 @@ func firstBatch(ctx context.Context, c flight.Client, table string) error {
 // to a scratch table first.
 func (b *bench) streamWriters(ctx context.Context) error {
 	cfg := b.cfg
-	root := filepath.Join(cfg.work, "stream-c")
-	os.RemoveAll(root)
+	root := b.scratchDir("stream-c")
 	srv, err := startServer(cfg.tsflight, root, streamMaintenance...)
 	if err != nil {
 		return err

@@ -62,6 +62,15 @@ func TestMaintenancePending(t *testing.T) {
 
 // The stream tables' rows come one step at a time, each step every host
 // in order, and they are the rows the generator gives in one piece.
+// appendTimes appends the timestamps of b's first column to dst.
+func appendTimes(dst []int64, b arrow.RecordBatch) []int64 {
+	ts := b.Column(0).(*array.Timestamp)
+	for i := range ts.Len() {
+		dst = append(dst, int64(ts.Value(i)))
+	}
+	return dst
+}
+
 func TestEachStepMatchesBulk(t *testing.T) {
 	base := tsbs.DefaultParams()
 	p := streamParams(base, 3, 400, tsbs.DefaultBatchRows) // crosses an hour
@@ -69,10 +78,7 @@ func TestEachStepMatchesBulk(t *testing.T) {
 	var times []int64
 	if err := eachStep(p, 0, 3, func(s int, b arrow.RecordBatch) error {
 		steps = append(steps, s)
-		ts := b.Column(0).(*array.Timestamp)
-		for i := range ts.Len() {
-			times = append(times, int64(ts.Value(i)))
-		}
+		times = appendTimes(times, b)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -83,10 +89,7 @@ func TestEachStepMatchesBulk(t *testing.T) {
 	var bulk []int64
 	for _, d := range p.Deliveries() {
 		if err := p.Batches(memory.DefaultAllocator, d, func(b arrow.RecordBatch) error {
-			ts := b.Column(0).(*array.Timestamp)
-			for i := range ts.Len() {
-				bulk = append(bulk, int64(ts.Value(i)))
-			}
+			bulk = appendTimes(bulk, b)
 			return nil
 		}); err != nil {
 			t.Fatal(err)
