@@ -108,20 +108,12 @@ func TestVacuumCrashWorkerProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	fsys := &announceFS{FS: storage.Local(env.dir)}
-	tb, err := Open(ctx, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, fsys, nil)
 	id := env.first
 	for round := 0; round < 10000; round++ {
 		start := time.Now()
 		for range crashVacuumAppends {
-			res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-			if err != nil {
-				t.Fatalf("append of batch %d: %v", id, err)
-			}
-			env.ack(t, id, res.Version)
+			env.appendAcked(t, ctx, tb, id)
 			id++
 		}
 		fmt.Println("compacting")
@@ -614,20 +606,8 @@ func TestCrashTrialsVacuum(t *testing.T) {
 
 		// A compaction replaces every small segment; the next vacuum
 		// deletes them.
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		crep, err := tb.Compact(ctx, o)
-		if err != nil {
-			tally.compactFailed++
-			t.Fatalf("trial %d: the compaction after the kill failed: %v", trial, err)
-		}
-		if !crep.NoOp {
-			tally.compactions++
-		}
-		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !maps.Equal(after, counts) {
-			tally.unreadable++
-			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
-		}
+		crep := r.compactAfterKill(trial, tb, &tally.compactFailed, &tally.compactions)
+		r.sameRows(trial, tb, counts, "compacting")
 		expire(trial, "after compacting", tb, counts)
 		for _, g := range crep.Groups {
 			for _, src := range g.Sources {

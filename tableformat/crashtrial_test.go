@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -135,6 +136,8 @@ type crashRun struct {
 	acked             map[int64]uint64 // batch id -> version that holds it
 	next              int64            // the next batch id to append
 	pythonAppendFiles string           // a directory for the batches the package appends
+	named             map[string]bool  // the paths commits 1..namedTo name
+	namedTo           uint64
 }
 
 // newCrashRun skips in -short mode, reads the settings, logs them, creates
@@ -152,7 +155,7 @@ func newCrashRun(t *testing.T, spec crashRunSpec) *crashRun {
 		t: t, ctx: context.Background(), spec: spec, trials: trials, seed: seed,
 		rng:   rand.New(rand.NewPCG(seed, seed^spec.salt)),
 		mem:   memory.NewCheckedAllocator(memory.DefaultAllocator),
-		tally: spec.tally, acked: map[int64]uint64{},
+		tally: spec.tally, acked: map[int64]uint64{}, named: map[string]bool{},
 	}
 	t.Cleanup(func() { r.mem.AssertSize(t, 0) })
 	r.py = crashPython(t)
@@ -293,6 +296,65 @@ func (r *crashRun) checkRows(trial int, tb *Table) (map[int64]int, []int64) {
 	return counts, unacked
 }
 
+// nameThrough adds to r.named the paths that the commits after r.namedTo
+// through version v name.
+func (r *crashRun) nameThrough(v uint64) {
+	r.t.Helper()
+	testkit.NamedPaths(r.t, r.dir, CommitPath, r.namedTo, v, r.named)
+	r.namedTo = v
+}
+
+// strays names the commits through version v and returns the files a
+// vacuum with the cutoff at now must remove: those no commit names.
+func (r *crashRun) strays(v uint64) []string {
+	r.t.Helper()
+	r.nameThrough(v)
+	return testkit.ExpectedStrays(r.t, r.dir, LogDir, r.named)
+}
+
+// vacuumApply runs a vacuum of tb with the cutoff at now that deletes: it
+// must delete exactly want.
+func (r *crashRun) vacuumApply(trial int, tb *Table, want []string) {
+	r.t.Helper()
+	rep, err := tb.Vacuum(r.ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
+	if err != nil {
+		r.t.Fatalf("trial %d: vacuum apply: %v", trial, err)
+	}
+	if got := byDisposition(rep, VacuumDeleted); strings.Join(got, " ") != strings.Join(want, " ") {
+		r.tally.base().vacuumMismatches++
+		r.t.Errorf("trial %d: vacuum deleted %v, want %v", trial, got, want)
+	}
+	r.tally.base().strayRemoved += rep.Deleted
+}
+
+// sameRows checks that tb still reads counts rows per batch after what
+// it names (a vacuum, a compaction).
+func (r *crashRun) sameRows(trial int, tb *Table, counts map[int64]int, after string) {
+	r.t.Helper()
+	if got, err := batchCounts(r.t, r.ctx, tb, r.mem); err != nil || !maps.Equal(got, counts) {
+		r.tally.base().unreadable++
+		r.t.Errorf("trial %d: the table reads differently after %s (%v)", trial, after, err)
+	}
+}
+
+// compactAfterKill compacts tb with r's allocator; it must succeed
+// (failed counts a failure, which stops the run), and compactions counts
+// the compaction when it committed.
+func (r *crashRun) compactAfterKill(trial int, tb *Table, failed, compactions *int) *CompactReport {
+	r.t.Helper()
+	o := DefaultCompactOptions()
+	o.Alloc = r.mem
+	rep, err := tb.Compact(r.ctx, o)
+	if err != nil {
+		*failed++
+		r.t.Fatalf("trial %d: the compaction after the kill failed: %v", trial, err)
+	}
+	if !rep.NoOp {
+		*compactions++
+	}
+	return rep
+}
+
 // nextAfter moves r.next past every batch in counts and every acknowledged
 // one.
 func (r *crashRun) nextAfter(counts map[int64]int) {
@@ -416,6 +478,45 @@ func crashChildStart(t *testing.T, name, parent string) *crashChildEnv {
 func (c *crashChildEnv) ack(t *testing.T, id int64, v uint64) {
 	t.Helper()
 	testkit.WriteAck(t, c.log, id, v)
+}
+
+// openReady opens the table the parent made, on fsys (the local
+// directory when nil) with opts, and tells the parent the child is ready.
+func (c *crashChildEnv) openReady(t *testing.T, fsys storage.FS, opts *Options) *Table {
+	t.Helper()
+	if fsys == nil {
+		fsys = storage.Local(c.dir)
+	}
+	tb, err := Open(context.Background(), fsys, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	return tb
+}
+
+// appendAcked appends batch id (a failure fails the child) and
+// acknowledges it.
+func (c *crashChildEnv) appendAcked(t *testing.T, ctx context.Context, tb *Table, id int64) *AppendResult {
+	t.Helper()
+	res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
+	if err != nil {
+		t.Fatalf("append of batch %d: %v", id, err)
+	}
+	c.ack(t, id, res.Version)
+	return res
+}
+
+// scratchCrashTable creates an empty table with crashIndex in a
+// temporary directory, for the measurements a parent makes in its own
+// process.
+func scratchCrashTable(t *testing.T, opts *Options) *Table {
+	t.Helper()
+	tb, err := Create(context.Background(), storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
 }
 
 // lockedBuffer collects a child's output while it runs.
