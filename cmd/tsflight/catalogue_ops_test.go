@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsflight/tsflight/internal/testkit"
+
 	"google.golang.org/grpc/metadata"
 )
 
@@ -201,7 +203,7 @@ func TestOpsCatalogue(t *testing.T) {
 	cases := opsCatalogue()
 	for _, oc := range cases {
 		t.Run(oc.name, func(t *testing.T) {
-			before := treeSums(t, root)
+			before := testkit.TreeSums(t, root)
 			outcome, text := oc.run(t, e)
 			if outcome != oc.want {
 				t.Fatalf("%s: %s, want %s; said %q", oc.call, outcome, oc.want, text)
@@ -214,7 +216,7 @@ func TestOpsCatalogue(t *testing.T) {
 			if strings.Contains(text, root) || strings.Contains(text, writer) || strings.Contains(text, expired) {
 				t.Fatalf("%s: %q shows the root or a secret", oc.call, text)
 			}
-			after := treeSums(t, root)
+			after := testkit.TreeSums(t, root)
 			if fmt.Sprint(before) != fmt.Sprint(after) {
 				t.Fatalf("%s changed the root", oc.call)
 			}

@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,7 +30,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -166,19 +164,13 @@ func (r *crashRun) writer() (*exec.Cmd, *syncBuffer, chan error) {
 // PutResult arrived).
 func (r *crashRun) collectAcks(out string) {
 	r.t.Helper()
-	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-		out = out[:i+1]
-	} else {
-		out = ""
-	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
+	for _, line := range testkit.CompleteLines(out) {
 		var res struct {
 			File    string  `json:"file"`
 			Version *uint64 `json:"version"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &res); err != nil || res.Version == nil {
-			r.t.Fatalf("writer output line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal([]byte(line), &res); err != nil || res.Version == nil {
+			r.t.Fatalf("writer output line %q: %v", line, err)
 		}
 		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(res.File), "b"), ".arrow"), 10, 64)
 		if err != nil {
@@ -202,13 +194,8 @@ func (r *crashRun) libraryCounts() (map[int64]int, uint64, error) {
 	}
 	defer rdr.Release()
 	out := map[int64]int{}
-	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
-		for i := 0; i < col.Len(); i++ {
-			out[col.Value(i)]++
-		}
-	}
-	return out, tb.State().Version, rdr.Err()
+	err = testkit.AddBatchCounts(out, rdr)
+	return out, tb.State().Version, err
 }
 
 // serverCounts scans the table through the server (GetFlightInfo, then
@@ -229,14 +216,7 @@ func (r *crashRun) serverCounts() (map[int64]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			col := rec.Column(rec.Schema().FieldIndices("batch")[0]).(*array.Int64)
-			for i := 0; i < col.Len(); i++ {
-				out[col.Value(i)]++
-			}
-		}
-		err = rdr.Err()
+		err = testkit.AddBatchCounts(out, rdr)
 		rdr.Release()
 		if err != nil {
 			return nil, err

@@ -328,13 +328,21 @@ func (p *serverProc) sigtermDuringPut() {
 	p.signal(syscall.SIGTERM)
 }
 
+// openPut opens a DoPut of table with the schema testSchema.
 func openPut(t *testing.T, ctx context.Context, c flight.Client, table string) *putStream {
+	t.Helper()
+	return openPutOf(t, ctx, c, table, testSchema, memory.DefaultAllocator)
+}
+
+// openPutOf opens a DoPut of table with schema, its batches written with
+// mem.
+func openPutOf(t *testing.T, ctx context.Context, c flight.Client, table string, schema *arrow.Schema, mem memory.Allocator) *putStream {
 	t.Helper()
 	stream, err := c.DoPut(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(testSchema))
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
 	return &putStream{stream: stream, w: w}
 }

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // cliPlantStray writes, in table dir, the files an append killed before
@@ -32,15 +33,7 @@ func cliPlantStray(t *testing.T, dir string) []string {
 		"_coverage/table/4-tblcov-0123456789abcdef0123456789abcdef-" + id + ".roar":  []byte("roar"),
 		"_timeseries_log/.0000000004.json.tmp-00112233445566ff":                      []byte(`{"version":4}`),
 	}
-	var out []string
-	for p, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return testkit.WriteFiles(t, dir, files)
 }
 
 func TestVacuumCommand(t *testing.T) {

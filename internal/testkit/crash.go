@@ -1,8 +1,11 @@
 package testkit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,4 +280,104 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// The files of a table on disk, as the crash, vacuum and damage tests
+// plant, copy and compare them.
+
+// WriteFiles writes each file of files (slash-separated paths relative
+// to dir, whose folders exist) and returns the paths sorted.
+func WriteFiles(t testing.TB, dir string, files map[string][]byte) []string {
+	t.Helper()
+	var out []string
+	for p, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CopyDir copies the tree under src to dst.
+func CopyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TreeSums is the SHA-256 (hex) of every file under root, by
+// slash-separated relative path.
+func TreeSums(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		sum := sha256.Sum256(b)
+		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// CompleteLines splits text into its lines, leaving out a last line
+// without its newline (a process killed while it wrote it).
+func CompleteLines(text string) []string {
+	i := strings.LastIndexByte(text, '\n')
+	if i < 0 {
+		return nil
+	}
+	return strings.Split(text[:i], "\n")
+}
+
+// BatchReader is what AddBatchCounts reads: an array.RecordReader, or a
+// flight.Reader.
+type BatchReader interface {
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// AddBatchCounts reads rdr to its end and adds to counts the rows of each
+// value of its int64 column "batch" (the crash batch id).
+func AddBatchCounts(counts map[int64]int, rdr BatchReader) error {
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		idx := rec.Schema().FieldIndices("batch")
+		if len(idx) == 0 {
+			return fmt.Errorf("no column batch in %s", rec.Schema())
+		}
+		col := rec.Column(idx[0]).(*array.Int64)
+		for i := range col.Len() {
+			counts[col.Value(i)]++
+		}
+	}
+	return rdr.Err()
 }

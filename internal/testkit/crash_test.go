@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,5 +134,68 @@ func TestWriteAckAndLockedBuffer(t *testing.T) {
 	<-done
 	if s := b.String(); len(s) != 200 || strings.Count(s, "a") != 100 {
 		t.Errorf("buffer %q", s)
+	}
+}
+
+func TestWriteFilesCopyDirTreeSums(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(filepath.Join(src, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := WriteFiles(t, src, map[string][]byte{"data/b": []byte("b"), "a": []byte("a")})
+	if !slices.Equal(got, []string{"a", "data/b"}) {
+		t.Errorf("WriteFiles returned %v", got)
+	}
+	sums := TreeSums(t, src)
+	// SHA-256 of "a".
+	if len(sums) != 2 || sums["a"] != "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb" || sums["data/b"] == "" {
+		t.Errorf("TreeSums %v", sums)
+	}
+	dst := filepath.Join(t.TempDir(), "copy")
+	CopyDir(t, src, dst)
+	if copied := TreeSums(t, dst); !maps.Equal(copied, sums) {
+		t.Errorf("the copy sums to %v, the original %v", copied, sums)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "a"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if maps.Equal(TreeSums(t, dst), sums) {
+		t.Error("TreeSums does not see a changed file")
+	}
+}
+
+func TestCompleteLines(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want []string
+	}{
+		{"", nil},
+		{"half", nil},
+		{"a\n", []string{"a"}},
+		{"a\nb\nhal", []string{"a", "b"}},
+		{"a\n\nb\n", []string{"a", "", "b"}},
+	} {
+		if got := CompleteLines(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("CompleteLines(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}
+
+func TestAddBatchCounts(t *testing.T) {
+	mem := newMem(t)
+	b3, b5 := CrashBatch(mem, 0, 3), CrashBatch(mem, 0, 5)
+	rdr, err := array.NewRecordReader(CrashSchema(), []arrow.RecordBatch{b3, b5, b3})
+	b3.Release()
+	b5.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	counts := map[int64]int{5: 1}
+	if err := AddBatchCounts(counts, rdr); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int64]int{3: 2 * CrashRows, 5: CrashRows + 1}; !maps.Equal(counts, want) {
+		t.Errorf("counts %v, want %v", counts, want)
 	}
 }
