@@ -81,21 +81,11 @@ func TestCompactCrashWorkerProcess(t *testing.T) {
 // measured in this process on a scratch table.
 func measureCompactRound(t *testing.T, mem memory.Allocator) time.Duration {
 	t.Helper()
-	ctx := context.Background()
 	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(5, func() {
-		for range crashCompactAppends {
-			if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-				t.Fatal(err)
-			}
-			id++
-		}
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		if _, err := tb.Compact(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		appendScratch(t, tb, mem, &id, crashCompactAppends)
+		compactScratch(t, tb, mem)
 	})
 }
 

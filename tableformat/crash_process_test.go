@@ -41,14 +41,10 @@ func TestCrashWriterProcess(t *testing.T) {
 // measured in this process on a scratch table.
 func measureAppend(t *testing.T, mem memory.Allocator) time.Duration {
 	t.Helper()
-	ctx := context.Background()
 	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(7, func() {
-		if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-			t.Fatal(err)
-		}
-		id++
+		appendScratch(t, tb, mem, &id, 1)
 	})
 }
 

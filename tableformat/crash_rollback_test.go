@@ -75,10 +75,7 @@ func measureRollbackRound(t *testing.T, mem memory.Allocator) time.Duration {
 	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(5, func() {
-		if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-			t.Fatal(err)
-		}
-		id++
+		appendScratch(t, tb, mem, &id, 1)
 		for range 2 {
 			if _, err := tb.Rollback(ctx, tb.State().Version-1, nil); err != nil {
 				t.Fatal(err)

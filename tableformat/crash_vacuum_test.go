@@ -388,17 +388,8 @@ func measureVacuumRound(t *testing.T, mem memory.Allocator) vacuumRoundTimes {
 	zero := time.Duration(0)
 	for range 5 {
 		start := time.Now()
-		for range crashVacuumAppends {
-			if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-				t.Fatal(err)
-			}
-			id++
-		}
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		if _, err := tb.Compact(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		appendScratch(t, tb, mem, &id, crashVacuumAppends)
+		compactScratch(t, tb, mem)
 		fsys.sinceFirst()
 		vstart := time.Now()
 		if _, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true, KeepSnapshots: &zero}); err != nil {

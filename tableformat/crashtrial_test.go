@@ -18,7 +18,6 @@
 package tableformat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -69,6 +68,30 @@ func appendCrashBatch(ctx context.Context, tb *Table, mem memory.Allocator, id i
 
 func crashIndex() IndexSpec {
 	return IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
+}
+
+// appendScratch appends the n crash batches from *next on to tb (a
+// scratch table a parent measures on) and moves *next past them; a
+// failure fails the test.
+func appendScratch(t *testing.T, tb *Table, mem memory.Allocator, next *int64, n int) {
+	t.Helper()
+	for range n {
+		if _, err := appendCrashBatch(context.Background(), tb, mem, *next); err != nil {
+			t.Fatal(err)
+		}
+		*next++
+	}
+}
+
+// compactScratch compacts tb (a scratch table) with mem; a failure fails
+// the test.
+func compactScratch(t *testing.T, tb *Table, mem memory.Allocator) {
+	t.Helper()
+	o := DefaultCompactOptions()
+	o.Alloc = mem
+	if _, err := tb.Compact(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // crashTally counts what the trials saw; the tallies of the other trials
@@ -531,18 +554,11 @@ func readAcked(t *testing.T, path string) map[int64]uint64 {
 		t.Fatal(err)
 	}
 	out := map[int64]uint64{}
-	text := string(data)
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		text = text[:i+1]
-	} else {
-		text = ""
-	}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
+	for _, line := range testkit.CompleteLines(string(data)) {
 		var id int64
 		var v uint64
-		if _, err := fmt.Sscanf(sc.Text(), "acked %d %d", &id, &v); err != nil {
-			t.Fatalf("acked log line %q: %v", sc.Text(), err)
+		if _, err := fmt.Sscanf(line, "acked %d %d", &id, &v); err != nil {
+			t.Fatalf("acked log line %q: %v", line, err)
 		}
 		out[id] = v
 	}
@@ -580,13 +596,7 @@ func batchCountsAt(t *testing.T, ctx context.Context, tb *Table, st *State, mem 
 	}
 	defer rdr.Release()
 	out := map[int64]int{}
-	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
-		for i := 0; i < col.Len(); i++ {
-			out[col.Value(i)]++
-		}
-	}
-	return out, rdr.Err()
+	return out, testkit.AddBatchCounts(out, rdr)
 }
 
 // checkBatches compares the rows per batch with what was acknowledged
