@@ -146,14 +146,20 @@ func signedOrdinal(v int64, width uint64) int64 {
 
 func signedID(ordinal int64) uint64 { return uint64(ordinal) ^ signFlip }
 
+// timestampSecond checks that d is a timestamp domain and returns the
+// epoch second of raw units at unitsPerSecond (EpochSecond).
+func (d Domain) timestampSecond(raw, unitsPerSecond int64) (int64, error) {
+	if err := d.check(KindTimestamp); err != nil {
+		return 0, err
+	}
+	return EpochSecond(raw, unitsPerSecond)
+}
+
 // TimestampID returns the interval id of a timestamp given as raw units since
 // the Unix epoch at unitsPerSecond (Seconds, Milliseconds, Microseconds or
 // Nanoseconds). The sub-second part is discarded before dividing by the width.
 func (d Domain) TimestampID(raw, unitsPerSecond int64) (uint64, error) {
-	if err := d.check(KindTimestamp); err != nil {
-		return 0, err
-	}
-	sec, err := EpochSecond(raw, unitsPerSecond)
+	sec, err := d.timestampSecond(raw, unitsPerSecond)
 	if err != nil {
 		return 0, err
 	}
@@ -199,28 +205,25 @@ func (d Domain) TimestampRange(start, end, unitsPerSecond int64) (Range, error) 
 }
 
 // Int64Range returns the ids of the intervals that intersect [start, end).
-func (d Domain) Int64Range(start, end int64) (Range, error) {
-	first, err := d.Int64ID(start)
-	if err != nil {
-		return Range{}, err
-	}
-	if start >= end {
-		return Range{}, fmt.Errorf("%w: [%d, %d)", ErrEmptyRange, start, end)
-	}
-	last, _ := d.Int64ID(end - 1)
-	return Range{First: first, Last: last}, nil
-}
+func (d Domain) Int64Range(start, end int64) (Range, error) { return keyRange(start, end, d.Int64ID) }
 
 // UInt64Range returns the ids of the intervals that intersect [start, end).
 func (d Domain) UInt64Range(start, end uint64) (Range, error) {
-	first, err := d.UInt64ID(start)
+	return keyRange(start, end, d.UInt64ID)
+}
+
+// keyRange returns the ids of the intervals that intersect [start, end)
+// of an integer domain whose interval of a key id gives (it fails only
+// on a domain of another kind).
+func keyRange[K int64 | uint64](start, end K, id func(K) (uint64, error)) (Range, error) {
+	first, err := id(start)
 	if err != nil {
 		return Range{}, err
 	}
 	if start >= end {
 		return Range{}, fmt.Errorf("%w: [%d, %d)", ErrEmptyRange, start, end)
 	}
-	last, _ := d.UInt64ID(end - 1)
+	last, _ := id(end - 1)
 	return Range{First: first, Last: last}, nil
 }
 
@@ -228,10 +231,7 @@ func (d Domain) UInt64Range(start, end uint64) (Range, error) {
 // before the exclusive end (end - 1 unit). It is the upper bound used by
 // "last window ending before end" queries.
 func (d Domain) TimestampIDBefore(end, unitsPerSecond int64) (uint64, error) {
-	if err := d.check(KindTimestamp); err != nil {
-		return 0, err
-	}
-	sec, err := EpochSecond(end, unitsPerSecond)
+	sec, err := d.timestampSecond(end, unitsPerSecond)
 	if err != nil {
 		return 0, err
 	}

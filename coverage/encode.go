@@ -127,14 +127,10 @@ func Decode(data []byte, entity bool) (*Set, error) {
 		if _, dup := s.byKey[key]; dup {
 			return nil, r.fail("identity %v appears twice", ident)
 		}
-		nestedLen, err := r.be64()
+		nested, err := r.lengthPrefixed("nested coverage")
 		if err != nil {
 			return nil, err
 		}
-		if nestedLen > uint64(r.remaining()) {
-			return nil, r.fail("nested coverage length %d exceeds the %d bytes left", nestedLen, r.remaining())
-		}
-		nested, _ := r.take(int(nestedLen))
 		parts, err := parseTreemap(nested)
 		if err != nil {
 			return nil, fmt.Errorf("identity %v: %w", ident, err)
@@ -173,14 +169,10 @@ func readIdentity(r *reader) (Identity, error) {
 		c := Component{Tag: Tag(tag)}
 		switch c.Tag {
 		case TagUtf8:
-			l, err := r.be64()
+			p, err := r.lengthPrefixed("string")
 			if err != nil {
 				return nil, err
 			}
-			if l > uint64(r.remaining()) {
-				return nil, r.fail("string length %d exceeds the %d bytes left", l, r.remaining())
-			}
-			p, _ := r.take(int(l))
 			if !utf8.Valid(p) {
 				return nil, r.fail("identity string is not valid UTF-8")
 			}

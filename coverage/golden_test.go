@@ -74,22 +74,10 @@ func loadRefTable(t *testing.T, dir string) refTable {
 				haveSpec = true
 			}
 			if m, ok := a["AddSegment"]; ok {
-				var seg struct {
-					CoveragePath string `json:"coverage_path"`
-				}
-				if err := json.Unmarshal(m, &seg); err != nil {
-					t.Fatal(err)
-				}
-				sc.segment = seg.CoveragePath
+				sc.segment = coveragePathOf(t, m)
 			}
 			if m, ok := a["UpdateTableCoverage"]; ok {
-				var tc struct {
-					CoveragePath string `json:"coverage_path"`
-				}
-				if err := json.Unmarshal(m, &tc); err != nil {
-					t.Fatal(err)
-				}
-				sc.table = tc.CoveragePath
+				sc.table = coveragePathOf(t, m)
 			}
 		}
 		if sc.segment != "" {
@@ -416,4 +404,17 @@ func TestNVDAHexdump(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("Encode = %x, %v\nwant %x", got, err, want)
 	}
+}
+
+// coveragePathOf is the coverage_path of a commit action (AddSegment or
+// UpdateTableCoverage).
+func coveragePathOf(t *testing.T, action json.RawMessage) string {
+	t.Helper()
+	var a struct {
+		CoveragePath string `json:"coverage_path"`
+	}
+	if err := json.Unmarshal(action, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.CoveragePath
 }

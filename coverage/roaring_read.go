@@ -93,52 +93,41 @@ func (r *reader) take(n int) ([]byte, error) {
 	return p, nil
 }
 
+// fixedInt reads an n-byte integer that get decodes.
+func fixedInt[T any](r *reader, n int, get func([]byte) T) (T, error) {
+	p, err := r.take(n)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return get(p), nil
+}
+
 func (r *reader) u8() (uint8, error) {
-	p, err := r.take(1)
-	if err != nil {
-		return 0, err
-	}
-	return p[0], nil
+	return fixedInt(r, 1, func(p []byte) uint8 { return p[0] })
 }
 
-func (r *reader) le16() (uint16, error) {
-	p, err := r.take(2)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint16(p), nil
-}
+func (r *reader) le16() (uint16, error) { return fixedInt(r, 2, binary.LittleEndian.Uint16) }
 
-func (r *reader) le32() (uint32, error) {
-	p, err := r.take(4)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(p), nil
-}
+func (r *reader) le32() (uint32, error) { return fixedInt(r, 4, binary.LittleEndian.Uint32) }
 
-func (r *reader) le64() (uint64, error) {
-	p, err := r.take(8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(p), nil
-}
+func (r *reader) le64() (uint64, error) { return fixedInt(r, 8, binary.LittleEndian.Uint64) }
 
-func (r *reader) be32() (uint32, error) {
-	p, err := r.take(4)
-	if err != nil {
-		return 0, err
-	}
-	return binary.BigEndian.Uint32(p), nil
-}
+func (r *reader) be32() (uint32, error) { return fixedInt(r, 4, binary.BigEndian.Uint32) }
 
-func (r *reader) be64() (uint64, error) {
-	p, err := r.take(8)
+func (r *reader) be64() (uint64, error) { return fixedInt(r, 8, binary.BigEndian.Uint64) }
+
+// lengthPrefixed reads a big-endian 64-bit length and then that many
+// bytes; what names the length in the error when fewer are left.
+func (r *reader) lengthPrefixed(what string) ([]byte, error) {
+	n, err := r.be64()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return binary.BigEndian.Uint64(p), nil
+	if n > uint64(r.remaining()) {
+		return nil, r.fail("%s length %d exceeds the %d bytes left", what, n, r.remaining())
+	}
+	return r.take(int(n))
 }
 
 // minPartitionBytes is the smallest serialized partition: a key and an

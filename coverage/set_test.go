@@ -101,14 +101,33 @@ func TestAddRangeAndIdentities(t *testing.T) {
 	}
 }
 
+// twoEntitySets returns identities A, B and C and two entity sets: x
+// holds A at 1 and 2 and B at 1, y holds A at 2 and 3 and C at 4.
+func twoEntitySets(t *testing.T) (a, b, c Identity, x, y *Set) {
+	t.Helper()
+	a, b, c = ident("A"), ident("B"), ident("C")
+	x, y = NewEntity(), NewEntity()
+	mustAdd(t, x, a, 1, 2)
+	mustAdd(t, x, b, 1)
+	mustAdd(t, y, a, 2, 3)
+	mustAdd(t, y, c, 4)
+	return a, b, c, x, y
+}
+
+// wantUnion: got, which op made, must hold the union of x and y.
+func wantUnion(t *testing.T, op string, got, x, y *Set) {
+	t.Helper()
+	want, err := Union(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(want) {
+		t.Errorf("%s holds %d identities / %d pairs, the union %d / %d", op, got.Len(), got.Cardinality(), want.Len(), want.Cardinality())
+	}
+}
+
 func TestUnionCloneEqual(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	left := NewEntity()
-	mustAdd(t, left, a, 1, 2)
-	mustAdd(t, left, b, 1)
-	right := NewEntity()
-	mustAdd(t, right, a, 2, 3)
-	mustAdd(t, right, c, 4)
+	_, _, c, left, right := twoEntitySets(t)
 	before := left.Clone()
 	u, err := Union(left, right)
 	if err != nil {
@@ -240,25 +259,13 @@ func BenchmarkAddExistingIdentity(b *testing.B) {
 }
 
 func TestExtendedLeavesBothInputs(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	left := NewEntity()
-	mustAdd(t, left, a, 1, 2)
-	mustAdd(t, left, b, 1)
-	right := NewEntity()
-	mustAdd(t, right, a, 2, 3)
-	mustAdd(t, right, c, 4)
+	a, b, _, left, right := twoEntitySets(t)
 	leftBefore, rightBefore := left.Clone(), right.Clone()
 	ext, err := left.Extended(right)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Union(leftBefore, rightBefore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ext.Equal(want) {
-		t.Errorf("Extended holds %d identities / %d pairs, the union %d / %d", ext.Len(), ext.Cardinality(), want.Len(), want.Cardinality())
-	}
+	wantUnion(t, "Extended", ext, leftBefore, rightBefore)
 	if !left.Equal(leftBefore) || !right.Equal(rightBefore) {
 		t.Error("Extended modified an input")
 	}
@@ -283,13 +290,7 @@ func TestExtendedLeavesBothInputs(t *testing.T) {
 }
 
 func TestAbsorbSharesAndLeavesInputs(t *testing.T) {
-	a, b, c := ident("A"), ident("B"), ident("C")
-	first := NewEntity()
-	mustAdd(t, first, a, 1, 2)
-	mustAdd(t, first, b, 1)
-	second := NewEntity()
-	mustAdd(t, second, a, 2, 3)
-	mustAdd(t, second, c, 4)
+	a, b, c, first, second := twoEntitySets(t)
 	firstBefore, secondBefore := first.Clone(), second.Clone()
 	group := NewEntity()
 	for _, s := range []*Set{first, second} {
@@ -297,13 +298,7 @@ func TestAbsorbSharesAndLeavesInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := Union(firstBefore, secondBefore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !group.Equal(want) {
-		t.Errorf("Absorb holds %d identities / %d pairs, the union %d / %d", group.Len(), group.Cardinality(), want.Len(), want.Cardinality())
-	}
+	wantUnion(t, "Absorb", group, firstBefore, secondBefore)
 	if !first.Equal(firstBefore) || !second.Equal(secondBefore) {
 		t.Error("Absorb modified a set it absorbed")
 	}

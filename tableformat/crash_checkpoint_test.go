@@ -46,22 +46,14 @@ func TestCrashCheckpointWriterProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	opts := DefaultOptions()
-	tb, err := Open(ctx, storage.Local(env.dir), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, nil, opts)
 	for id := env.first; id < env.first+10000; id++ {
 		// The interval is switched on only around the explicit call, so
 		// that the checkpoint is written here, right after the line that
 		// tells the parent it starts, whether or not the committer asks
 		// for one itself.
 		opts.CheckpointInterval = 0
-		res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-		if err != nil {
-			t.Fatalf("append of batch %d: %v", id, err)
-		}
-		env.ack(t, id, res.Version)
+		res := env.appendAcked(t, ctx, tb, id)
 		if res.Version%uint64(interval) == 0 {
 			fmt.Printf("checkpoint %d\n", res.Version)
 		}
@@ -98,10 +90,7 @@ func measureCheckpointedAppend(t *testing.T, mem memory.Allocator) (appendTime, 
 	t.Helper()
 	ctx := context.Background()
 	opts := DefaultOptions()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := scratchCrashTable(t, opts)
 	var as, cs []time.Duration
 	for id := range int64(9) {
 		opts.CheckpointInterval = 0

@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // crashCompactAppends is the number of appends of each worker round
@@ -48,19 +46,11 @@ const crashCompactTrials = 50
 func TestCompactCrashWorkerProcess(t *testing.T) {
 	env := crashChildStart(t, "TestCompactCrashWorkerProcess", "TestCrashTrialsCompact")
 	ctx := context.Background()
-	tb, err := Open(ctx, storage.Local(env.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, nil, nil)
 	id := env.first
 	for round := 0; round < 10000; round++ {
 		for range crashCompactAppends {
-			res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-			if err != nil {
-				t.Fatalf("append of batch %d: %v", id, err)
-			}
-			env.ack(t, id, res.Version)
+			env.appendAcked(t, ctx, tb, id)
 			id++
 		}
 		fmt.Println("compacting")
@@ -91,24 +81,11 @@ func TestCompactCrashWorkerProcess(t *testing.T) {
 // measured in this process on a scratch table.
 func measureCompactRound(t *testing.T, mem memory.Allocator) time.Duration {
 	t.Helper()
-	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(5, func() {
-		for range crashCompactAppends {
-			if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-				t.Fatal(err)
-			}
-			id++
-		}
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		if _, err := tb.Compact(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		appendScratch(t, tb, mem, &id, crashCompactAppends)
+		compactScratch(t, tb, mem)
 	})
 }
 
@@ -149,7 +126,6 @@ func TestCrashTrialsCompact(t *testing.T) {
 	perRound := measureCompactRound(t, mem)
 	t.Logf("one round (%d appends and a compaction) takes about %s here; kills are drawn in [0, 3×) of it", crashCompactAppends, perRound)
 
-	named, namedUpTo := map[string]bool{}, uint64(0)
 	for trial := 1; trial <= r.trials; trial++ {
 		tally.trials = trial
 		c := r.start(trial, 30*time.Second, "TSFLIGHT_CRASH_SPILL="+spill)
@@ -173,7 +149,7 @@ func TestCrashTrialsCompact(t *testing.T) {
 		// The table opens, and holds every acknowledged batch once.
 		tb := r.open(trial, nil)
 		st := tb.State()
-		tally.compactions += compactionCommits(t, tb, namedUpTo, st.Version)
+		tally.compactions += compactionCommits(t, tb, r.namedTo, st.Version)
 		counts, unacked := r.checkRows(trial, tb)
 		rows := rowTotal(counts)
 		if err := checkCrashCoverage(t, ctx, tb, rows); err != nil {
@@ -186,38 +162,12 @@ func TestCrashTrialsCompact(t *testing.T) {
 
 		// Vacuum finds exactly the files no commit names (a killed
 		// compaction's outputs and sidecars, a killed append's files).
-		namedPaths(t, dir, namedUpTo, st.Version, named)
-		namedUpTo = st.Version
-		want := expectedStrays(t, dir, named)
-		rep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
-		if err != nil {
-			t.Fatalf("trial %d: vacuum: %v", trial, err)
-		}
-		if got := byDisposition(rep, VacuumDeleted); strings.Join(got, " ") != strings.Join(want, " ") {
-			tally.vacuumMismatches++
-			t.Errorf("trial %d: vacuum deleted %v, want %v", trial, got, want)
-		}
-		tally.strayRemoved += rep.Deleted
+		r.vacuumApply(trial, tb, r.strays(st.Version))
 
 		// The next compaction and append succeed, and change no row.
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		crep, err := tb.Compact(ctx, o)
-		if err != nil {
-			tally.compactFailed++
-			t.Fatalf("trial %d: the compaction after the kill failed: %v", trial, err)
-		}
-		if !crep.NoOp {
-			tally.compactions++
-		}
-		after, err := batchCounts(t, ctx, tb, mem)
-		if err != nil || !mapsEqual(after, counts) {
-			tally.unreadable++
-			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
-		}
-		res := r.appendNext(trial, tb, counts)
-		namedPaths(t, dir, namedUpTo, res.Version, named)
-		namedUpTo = res.Version
+		r.compactAfterKill(trial, tb, &tally.compactFailed, &tally.compactions)
+		r.sameRows(trial, tb, counts, "compacting")
+		r.nameThrough(r.appendNext(trial, tb, counts).Version)
 		if err := checkCrashCoverage(t, ctx, tb, rows+crashRows); err != nil {
 			tally.covMismatches++
 			t.Errorf("trial %d: coverage after the next append: %v", trial, err)

@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // crashLastTrials is the number of trials when TSFLIGHT_CRASH_TRIALS is
@@ -39,17 +37,9 @@ const crashLastTrials = 50
 func TestCrashLastValuesWriterProcess(t *testing.T) {
 	env := crashChildStart(t, "TestCrashLastValuesWriterProcess", "TestCrashLastValuesTrials")
 	ctx := context.Background()
-	tb, err := Open(ctx, storage.Local(env.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, nil, nil)
 	for id := env.first; id < env.first+10000; id++ {
-		res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-		if err != nil {
-			t.Fatalf("append of batch %d: %v", id, err)
-		}
-		env.ack(t, id, res.Version)
+		res := env.appendAcked(t, ctx, tb, id)
 		fmt.Printf("index %d\n", res.Version)
 		if _, _, err := tb.PersistLastValues(ctx); err != nil {
 			t.Fatalf("persist the index of version %d: %v", res.Version, err)
@@ -82,10 +72,7 @@ func (c *lvCrashTally) line(seed uint64) string {
 func measureIndexedAppend(t *testing.T, mem memory.Allocator) (appendTime, indexTime time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := scratchCrashTable(t, nil)
 	var as, is []time.Duration
 	for id := range int64(9) {
 		start := time.Now()

@@ -13,7 +13,6 @@ package tableformat
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,8 +21,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // TestCrashWriterProcess is the writer of TestCrashTrialsLibrary: it
@@ -33,17 +30,9 @@ import (
 func TestCrashWriterProcess(t *testing.T) {
 	env := crashChildStart(t, "TestCrashWriterProcess", "TestCrashTrialsLibrary")
 	ctx := context.Background()
-	tb, err := Open(ctx, storage.Local(env.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, nil, nil)
 	for id := env.first; id < env.first+10000; id++ {
-		res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-		if err != nil {
-			t.Fatalf("append of batch %d: %v", id, err)
-		}
-		env.ack(t, id, res.Version)
+		env.appendAcked(t, ctx, tb, id)
 	}
 	t.Fatal("the writer was never killed")
 }
@@ -52,17 +41,10 @@ func TestCrashWriterProcess(t *testing.T) {
 // measured in this process on a scratch table.
 func measureAppend(t *testing.T, mem memory.Allocator) time.Duration {
 	t.Helper()
-	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(7, func() {
-		if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-			t.Fatal(err)
-		}
-		id++
+		appendScratch(t, tb, mem, &id, 1)
 	})
 }
 
@@ -75,7 +57,6 @@ func TestCrashTrialsLibrary(t *testing.T) {
 	perAppend := measureAppend(t, r.mem)
 	t.Logf("one append takes about %s here; kills are drawn in [0, 3×) of it after the writer is ready", perAppend)
 
-	named, namedUpTo := map[string]bool{}, uint64(0)
 	for trial := 1; trial <= r.trials; trial++ {
 		tally.trials = trial
 		// One life of the writer, killed at a random moment.
@@ -92,9 +73,7 @@ func TestCrashTrialsLibrary(t *testing.T) {
 		counts, unacked := r.checkRows(trial, tb)
 
 		// Vacuum finds exactly the killed attempt's files.
-		namedPaths(t, dir, namedUpTo, st.Version, named)
-		namedUpTo = st.Version
-		want := expectedStrays(t, dir, named)
+		want := r.strays(st.Version)
 		inCommit := len(unacked) > 0 || strings.TrimSpace(string(cur)) != strconv.FormatUint(st.Version, 10)
 		for _, p := range want {
 			if strings.HasPrefix(p, LogDir+"/") {
@@ -117,29 +96,15 @@ func TestCrashTrialsLibrary(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d: vacuum lists %v as removable, want %v", trial, got, want)
 		}
-		rep, err = tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
-		if err != nil {
-			t.Fatalf("trial %d: vacuum apply: %v", trial, err)
-		}
-		if got := byDisposition(rep, VacuumDeleted); strings.Join(got, " ") != strings.Join(want, " ") {
-			tally.vacuumMismatches++
-			t.Errorf("trial %d: vacuum deleted %v, want %v", trial, got, want)
-		}
-		tally.strayRemoved += rep.Deleted
+		r.vacuumApply(trial, tb, want)
 		if rep, err = tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now()}); err != nil || rep.Removable != 0 {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d: second dry run: %v, %d removable", trial, err, rep.Removable)
 		}
-		after, err := batchCounts(t, ctx, tb, r.mem)
-		if err != nil || !mapsEqual(after, counts) {
-			tally.unreadable++
-			t.Errorf("trial %d: the table reads differently after vacuum (%v)", trial, err)
-		}
+		r.sameRows(trial, tb, counts, "vacuum")
 
 		// The next append succeeds.
-		res := r.appendNext(trial, tb, counts)
-		namedPaths(t, dir, namedUpTo, res.Version, named)
-		namedUpTo = res.Version
+		r.nameThrough(r.appendNext(trial, tb, counts).Version)
 
 		if r.pythonDue(trial, 50) {
 			r.pythonCheck(trial)

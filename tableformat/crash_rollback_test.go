@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // crashRollbackTrials is the number of rollback trials when
@@ -53,17 +51,9 @@ func TestRollbackCrashWorkerProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tb, err := Open(ctx, storage.Local(env.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, nil, nil)
 	for id := env.first; id < env.first+10000; id++ {
-		res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-		if err != nil {
-			t.Fatalf("append of batch %d: %v", id, err)
-		}
-		env.ack(t, id, res.Version)
+		env.appendAcked(t, ctx, tb, id)
 		for range 2 {
 			note("flip %d", id)
 			fmt.Println("flipping")
@@ -82,16 +72,10 @@ func TestRollbackCrashWorkerProcess(t *testing.T) {
 func measureRollbackRound(t *testing.T, mem memory.Allocator) time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := scratchCrashTable(t, nil)
 	id := int64(0)
 	return medianDuration(5, func() {
-		if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-			t.Fatal(err)
-		}
-		id++
+		appendScratch(t, tb, mem, &id, 1)
 		for range 2 {
 			if _, err := tb.Rollback(ctx, tb.State().Version-1, nil); err != nil {
 				t.Fatal(err)

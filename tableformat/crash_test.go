@@ -58,6 +58,22 @@ func faultAt(tr []storage.Event, i int, after bool, err error) storage.Fault {
 	}
 }
 
+// openWithFault creates a table in memory, opens it through a FaultFS and
+// arms f there, to strike the calls that follow.
+func openWithFault(t *testing.T, ctx context.Context, f storage.Fault) (*storage.MemFS, *storage.FaultFS, *Table) {
+	t.Helper()
+	mem := storage.NewMem()
+	mustCreate(t, mem)
+	ffs := storage.NewFaultFS(mem)
+	tb, err := Open(ctx, ffs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs.Reset()
+	ffs.Inject(f)
+	return mem, ffs, tb
+}
+
 // TestCommitCrashAtEveryStep crashes a commit before and after each storage
 // call it makes and checks what survives a power loss: the table opens, an
 // acknowledged commit is always there, the next commit succeeds, CURRENT is
@@ -87,15 +103,7 @@ func TestCommitCrashAtEveryStep(t *testing.T) {
 		for _, after := range []bool{false, true} {
 			name := fmt.Sprintf("crash %s %d %s", map[bool]string{false: "before", true: "after"}[after], i, tr[i])
 			t.Run(name, func(t *testing.T) {
-				mem := storage.NewMem()
-				mustCreate(t, mem)
-				ffs := storage.NewFaultFS(mem)
-				tb, err := Open(ctx, ffs, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ffs.Reset()
-				ffs.Inject(faultAt(tr, i, after, nil))
+				mem, ffs, tb := openWithFault(t, ctx, faultAt(tr, i, after, nil))
 				_, cerr := tb.Commit(ctx, 1, adoptSchema(tb.State()))
 				if !ffs.Crashed() {
 					t.Fatalf("the crash did not fire")
@@ -157,15 +165,7 @@ func TestCommitErrorAtEveryStep(t *testing.T) {
 	for i := range tr {
 		for _, after := range []bool{false, true} {
 			t.Run(fmt.Sprintf("fail %v %d %s", after, i, tr[i]), func(t *testing.T) {
-				mem := storage.NewMem()
-				mustCreate(t, mem)
-				ffs := storage.NewFaultFS(mem)
-				tb, err := Open(ctx, ffs, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ffs.Reset()
-				ffs.Inject(faultAt(tr, i, after, injected))
+				mem, _, tb := openWithFault(t, ctx, faultAt(tr, i, after, injected))
 				_, cerr := tb.Commit(ctx, 1, adoptSchema(tb.State()))
 				re, err := Open(ctx, mem, nil)
 				if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -106,7 +107,7 @@ func TestCrashTrialsUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash trials spawn processes")
 	}
-	trials, seed := crashTrialSettings(t, crashUpgradeTrials)
+	trials, seed := testkit.CrashSettings(t, crashUpgradeTrials)
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	tally := &upgradeCrashTally{}
 	t.Cleanup(func() {
@@ -211,6 +212,22 @@ func TestCrashTrialsUpgrade(t *testing.T) {
 	}
 }
 
+// side counts which side of the upgrade st is on (not begun, converted
+// but not compacted, done) and returns the commits the log must then hold
+// word for word: the old ones before, else the converted ones.
+func (c *upgradeCrashTally) side(st *State, v6, v7 [][]byte) [][]byte {
+	switch {
+	case st.Meta.NeedsUpgrade():
+		c.killedBefore++
+		return v6
+	case st.Version == uint64(len(v7)):
+		c.killedAfter++
+	default:
+		c.killedDone++
+	}
+	return v7
+}
+
 // checkAfterUpgradeKill: the killed upgrade left the old table (every
 // commit as it was) or the new one (every commit converted), and the rows.
 func checkAfterUpgradeKill(t *testing.T, ctx context.Context, trial int, dir string, v6, v7 [][]byte, rows int64, tally *upgradeCrashTally) {
@@ -222,16 +239,7 @@ func checkAfterUpgradeKill(t *testing.T, ctx context.Context, trial int, dir str
 		return
 	}
 	st := tb.State()
-	want := v7
-	switch {
-	case st.Meta.NeedsUpgrade():
-		tally.killedBefore++
-		want = v6
-	case st.Version == uint64(len(v7)):
-		tally.killedAfter++
-	default:
-		tally.killedDone++
-	}
+	want := tally.side(st, v6, v7)
 	for v, w := range want {
 		got, err := os.ReadFile(filepath.Join(dir, CommitPath(uint64(v+1))))
 		if err != nil || !bytes.Equal(got, w) {
@@ -400,16 +408,7 @@ func checkMemAfterCrash(t *testing.T, ctx context.Context, k int, e storage.Even
 		t.Fatalf("crash at call %d (%v): the table does not open: %v", k, e, err)
 	}
 	st := tb.State()
-	want := v7
-	switch {
-	case st.Meta.NeedsUpgrade():
-		tally.killedBefore++
-		want = v6
-	case st.Version == uint64(len(v7)):
-		tally.killedAfter++
-	default:
-		tally.killedDone++
-	}
+	want := tally.side(st, v6, v7)
 	for v, w := range want {
 		if got, err := c.ReadFile(CommitPath(uint64(v + 1))); err != nil || !bytes.Equal(got, w) {
 			t.Fatalf("crash at call %d (%v): commit %d is neither all old nor all new (legacy %d): %v", k, e, v+1, st.Meta.LegacyFormat, err)

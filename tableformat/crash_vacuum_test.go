@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -106,20 +108,12 @@ func TestVacuumCrashWorkerProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	fsys := &announceFS{FS: storage.Local(env.dir)}
-	tb, err := Open(ctx, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("ready")
+	tb := env.openReady(t, fsys, nil)
 	id := env.first
 	for round := 0; round < 10000; round++ {
 		start := time.Now()
 		for range crashVacuumAppends {
-			res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
-			if err != nil {
-				t.Fatalf("append of batch %d: %v", id, err)
-			}
-			env.ack(t, id, res.Version)
+			env.appendAcked(t, ctx, tb, id)
 			id++
 		}
 		fmt.Println("compacting")
@@ -394,17 +388,8 @@ func measureVacuumRound(t *testing.T, mem memory.Allocator) vacuumRoundTimes {
 	zero := time.Duration(0)
 	for range 5 {
 		start := time.Now()
-		for range crashVacuumAppends {
-			if _, err := appendCrashBatch(ctx, tb, mem, id); err != nil {
-				t.Fatal(err)
-			}
-			id++
-		}
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		if _, err := tb.Compact(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		appendScratch(t, tb, mem, &id, crashVacuumAppends)
+		compactScratch(t, tb, mem)
 		fsys.sinceFirst()
 		vstart := time.Now()
 		if _, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true, KeepSnapshots: &zero}); err != nil {
@@ -492,7 +477,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 		if trial%2 == 1 {
 			keep = &zero
 		}
-		candidates := strayCandidates(t, dir)
+		candidates := testkit.StrayCandidates(t, dir, LogDir)
 		rep, err := tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), KeepSnapshots: keep})
 		if err != nil {
 			t.Fatalf("trial %d, %s: vacuum dry run: %v", trial, when, err)
@@ -502,7 +487,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: vacuum (keeping %s) lists as removable\n%v\nwant\n%v", trial, when, rep.KeepSnapshots, got, want)
 		}
-		candidates = strayCandidates(t, dir)
+		candidates = testkit.StrayCandidates(t, dir, LogDir)
 		rep, err = tb.Vacuum(ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true, KeepSnapshots: keep})
 		if err != nil {
 			t.Fatalf("trial %d, %s: vacuum: %v", trial, when, err)
@@ -512,7 +497,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: vacuum (keeping %s) deleted\n%v\nwant\n%v", trial, when, rep.KeepSnapshots, got, want)
 		}
-		if left := files.removable(strayCandidates(t, dir), rep.SupersededBefore); len(left) != 0 {
+		if left := files.removable(testkit.StrayCandidates(t, dir, LogDir), rep.SupersededBefore); len(left) != 0 {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: after the vacuum these should be gone: %v", trial, when, left)
 		}
@@ -533,7 +518,7 @@ func TestCrashTrialsVacuum(t *testing.T) {
 			tally.vacuumMismatches++
 			t.Errorf("trial %d, %s: second dry run: %v removable", trial, when, vacuumed(rep, VacuumRemovable))
 		}
-		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !mapsEqual(after, counts) {
+		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !maps.Equal(after, counts) {
 			tally.unreadable++
 			t.Errorf("trial %d, %s: the table reads differently after vacuum (%v)", trial, when, err)
 		}
@@ -612,20 +597,8 @@ func TestCrashTrialsVacuum(t *testing.T) {
 
 		// A compaction replaces every small segment; the next vacuum
 		// deletes them.
-		o := DefaultCompactOptions()
-		o.Alloc = mem
-		crep, err := tb.Compact(ctx, o)
-		if err != nil {
-			tally.compactFailed++
-			t.Fatalf("trial %d: the compaction after the kill failed: %v", trial, err)
-		}
-		if !crep.NoOp {
-			tally.compactions++
-		}
-		if after, err := batchCounts(t, ctx, tb, mem); err != nil || !mapsEqual(after, counts) {
-			tally.unreadable++
-			t.Errorf("trial %d: the table reads differently after compacting (%v)", trial, err)
-		}
+		crep := r.compactAfterKill(trial, tb, &tally.compactFailed, &tally.compactions)
+		r.sameRows(trial, tb, counts, "compacting")
 		expire(trial, "after compacting", tb, counts)
 		for _, g := range crep.Groups {
 			for _, src := range g.Sources {

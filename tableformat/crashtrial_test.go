@@ -18,21 +18,18 @@
 package tableformat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,58 +37,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 // crashRows is the number of rows of each batch.
-const crashRows = 8
-
-// crashTrialSettings reads the trial count (def when
-// TSFLIGHT_CRASH_TRIALS is unset) and the seed (the clock when
-// TSFLIGHT_CRASH_SEED is unset) from the environment.
-func crashTrialSettings(t *testing.T, def int) (trials int, seed uint64) {
-	t.Helper()
-	trials = def
-	if s := os.Getenv("TSFLIGHT_CRASH_TRIALS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("TSFLIGHT_CRASH_TRIALS=%q is not a positive integer", s)
-		}
-		trials = n
-	}
-	seed = uint64(time.Now().UnixNano())
-	if s := os.Getenv("TSFLIGHT_CRASH_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TSFLIGHT_CRASH_SEED=%q is not an unsigned integer", s)
-		}
-		seed = n
-	}
-	return trials, seed
-}
+const crashRows = testkit.CrashRows
 
 // crashSchema: ts (ms, UTC), host, batch (the batch id), v.
-func crashSchema() *arrow.Schema {
-	return arrow.NewSchema([]arrow.Field{
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
-		{Name: "host", Type: arrow.BinaryTypes.String},
-		{Name: "batch", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-}
+func crashSchema() *arrow.Schema { return testkit.CrashSchema() }
 
-// crashBatch is batch id: crashRows rows of host w at 10 s steps, in a time
-// range no other batch touches.
+// crashBatch is batch id: crashRows rows of host w at 10 s steps from t0,
+// in a time range no other batch touches.
 func crashBatch(mem memory.Allocator, id int64) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, crashSchema())
-	defer b.Release()
-	for i := range int64(crashRows) {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(id*crashRows+i) * 10 * time.Second).UnixMilli()))
-		b.Field(1).(*array.StringBuilder).Append("w")
-		b.Field(2).(*array.Int64Builder).Append(id)
-		b.Field(3).(*array.Int64Builder).Append(id*1000 + i)
-	}
-	return b.NewRecordBatch()
+	return testkit.CrashBatch(mem, t0.UnixMilli(), id)
 }
 
 func appendCrashBatch(ctx context.Context, tb *Table, mem memory.Allocator, id int64) (*AppendResult, error) {
@@ -109,6 +68,30 @@ func appendCrashBatch(ctx context.Context, tb *Table, mem memory.Allocator, id i
 
 func crashIndex() IndexSpec {
 	return IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
+}
+
+// appendScratch appends the n crash batches from *next on to tb (a
+// scratch table a parent measures on) and moves *next past them; a
+// failure fails the test.
+func appendScratch(t *testing.T, tb *Table, mem memory.Allocator, next *int64, n int) {
+	t.Helper()
+	for range n {
+		if _, err := appendCrashBatch(context.Background(), tb, mem, *next); err != nil {
+			t.Fatal(err)
+		}
+		*next++
+	}
+}
+
+// compactScratch compacts tb (a scratch table) with mem; a failure fails
+// the test.
+func compactScratch(t *testing.T, tb *Table, mem memory.Allocator) {
+	t.Helper()
+	o := DefaultCompactOptions()
+	o.Alloc = mem
+	if _, err := tb.Compact(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // crashTally counts what the trials saw; the tallies of the other trials
@@ -176,6 +159,8 @@ type crashRun struct {
 	acked             map[int64]uint64 // batch id -> version that holds it
 	next              int64            // the next batch id to append
 	pythonAppendFiles string           // a directory for the batches the package appends
+	named             map[string]bool  // the paths commits 1..namedTo name
+	namedTo           uint64
 }
 
 // newCrashRun skips in -short mode, reads the settings, logs them, creates
@@ -187,13 +172,13 @@ func newCrashRun(t *testing.T, spec crashRunSpec) *crashRun {
 	if testing.Short() {
 		t.Skip("crash trials spawn processes")
 	}
-	trials, seed := crashTrialSettings(t, spec.defaultTrials)
+	trials, seed := testkit.CrashSettings(t, spec.defaultTrials)
 	t.Logf("%s trials=%d seed=%d (replay with TSFLIGHT_CRASH_SEED=%d)", spec.title, trials, seed, seed)
 	r := &crashRun{
 		t: t, ctx: context.Background(), spec: spec, trials: trials, seed: seed,
 		rng:   rand.New(rand.NewPCG(seed, seed^spec.salt)),
 		mem:   memory.NewCheckedAllocator(memory.DefaultAllocator),
-		tally: spec.tally, acked: map[int64]uint64{},
+		tally: spec.tally, acked: map[int64]uint64{}, named: map[string]bool{},
 	}
 	t.Cleanup(func() { r.mem.AssertSize(t, 0) })
 	r.py = crashPython(t)
@@ -334,6 +319,65 @@ func (r *crashRun) checkRows(trial int, tb *Table) (map[int64]int, []int64) {
 	return counts, unacked
 }
 
+// nameThrough adds to r.named the paths that the commits after r.namedTo
+// through version v name.
+func (r *crashRun) nameThrough(v uint64) {
+	r.t.Helper()
+	testkit.NamedPaths(r.t, r.dir, CommitPath, r.namedTo, v, r.named)
+	r.namedTo = v
+}
+
+// strays names the commits through version v and returns the files a
+// vacuum with the cutoff at now must remove: those no commit names.
+func (r *crashRun) strays(v uint64) []string {
+	r.t.Helper()
+	r.nameThrough(v)
+	return testkit.ExpectedStrays(r.t, r.dir, LogDir, r.named)
+}
+
+// vacuumApply runs a vacuum of tb with the cutoff at now that deletes: it
+// must delete exactly want.
+func (r *crashRun) vacuumApply(trial int, tb *Table, want []string) {
+	r.t.Helper()
+	rep, err := tb.Vacuum(r.ctx, &VacuumOptions{OlderThan: time.Now(), Apply: true})
+	if err != nil {
+		r.t.Fatalf("trial %d: vacuum apply: %v", trial, err)
+	}
+	if got := byDisposition(rep, VacuumDeleted); strings.Join(got, " ") != strings.Join(want, " ") {
+		r.tally.base().vacuumMismatches++
+		r.t.Errorf("trial %d: vacuum deleted %v, want %v", trial, got, want)
+	}
+	r.tally.base().strayRemoved += rep.Deleted
+}
+
+// sameRows checks that tb still reads counts rows per batch after what
+// it names (a vacuum, a compaction).
+func (r *crashRun) sameRows(trial int, tb *Table, counts map[int64]int, after string) {
+	r.t.Helper()
+	if got, err := batchCounts(r.t, r.ctx, tb, r.mem); err != nil || !maps.Equal(got, counts) {
+		r.tally.base().unreadable++
+		r.t.Errorf("trial %d: the table reads differently after %s (%v)", trial, after, err)
+	}
+}
+
+// compactAfterKill compacts tb with r's allocator; it must succeed
+// (failed counts a failure, which stops the run), and compactions counts
+// the compaction when it committed.
+func (r *crashRun) compactAfterKill(trial int, tb *Table, failed, compactions *int) *CompactReport {
+	r.t.Helper()
+	o := DefaultCompactOptions()
+	o.Alloc = r.mem
+	rep, err := tb.Compact(r.ctx, o)
+	if err != nil {
+		*failed++
+		r.t.Fatalf("trial %d: the compaction after the kill failed: %v", trial, err)
+	}
+	if !rep.NoOp {
+		*compactions++
+	}
+	return rep
+}
+
 // nextAfter moves r.next past every batch in counts and every acknowledged
 // one.
 func (r *crashRun) nextAfter(counts map[int64]int) {
@@ -456,31 +500,50 @@ func crashChildStart(t *testing.T, name, parent string) *crashChildEnv {
 // does anything else.
 func (c *crashChildEnv) ack(t *testing.T, id int64, v uint64) {
 	t.Helper()
-	if _, err := fmt.Fprintf(c.log, "acked %d %d\n", id, v); err != nil {
+	testkit.WriteAck(t, c.log, id, v)
+}
+
+// openReady opens the table the parent made, on fsys (the local
+// directory when nil) with opts, and tells the parent the child is ready.
+func (c *crashChildEnv) openReady(t *testing.T, fsys storage.FS, opts *Options) *Table {
+	t.Helper()
+	if fsys == nil {
+		fsys = storage.Local(c.dir)
+	}
+	tb, err := Open(context.Background(), fsys, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.log.Sync(); err != nil {
+	fmt.Println("ready")
+	return tb
+}
+
+// appendAcked appends batch id (a failure fails the child) and
+// acknowledges it.
+func (c *crashChildEnv) appendAcked(t *testing.T, ctx context.Context, tb *Table, id int64) *AppendResult {
+	t.Helper()
+	res, err := appendCrashBatch(ctx, tb, memory.DefaultAllocator, id)
+	if err != nil {
+		t.Fatalf("append of batch %d: %v", id, err)
+	}
+	c.ack(t, id, res.Version)
+	return res
+}
+
+// scratchCrashTable creates an empty table with crashIndex in a
+// temporary directory, for the measurements a parent makes in its own
+// process.
+func scratchCrashTable(t *testing.T, opts *Options) *Table {
+	t.Helper()
+	tb, err := Create(context.Background(), storage.Local(t.TempDir()), CreateOptions{Index: crashIndex()}, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return tb
 }
 
 // lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testkit.LockedBuffer
 
 // readAcked parses an acked log: batch id -> version. A last line without
 // its newline is ignored.
@@ -491,142 +554,24 @@ func readAcked(t *testing.T, path string) map[int64]uint64 {
 		t.Fatal(err)
 	}
 	out := map[int64]uint64{}
-	text := string(data)
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		text = text[:i+1]
-	} else {
-		text = ""
-	}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
+	for _, line := range testkit.CompleteLines(string(data)) {
 		var id int64
 		var v uint64
-		if _, err := fmt.Sscanf(sc.Text(), "acked %d %d", &id, &v); err != nil {
-			t.Fatalf("acked log line %q: %v", sc.Text(), err)
+		if _, err := fmt.Sscanf(line, "acked %d %d", &id, &v); err != nil {
+			t.Fatalf("acked log line %q: %v", line, err)
 		}
 		out[id] = v
 	}
 	return out
 }
 
-var reTempName = regexp.MustCompile(`\.tmp-`)
-
-// strayCandidates lists, independently of Vacuum, the files a writer may
-// leave: every file under data/ and _coverage/ and the temporary files of
-// the log. Paths are slash-separated, table-relative.
-func strayCandidates(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case strings.HasPrefix(rel, "data/"), strings.HasPrefix(rel, "_coverage/"):
-			out = append(out, rel)
-		case strings.HasPrefix(rel, LogDir+"/") && !strings.Contains(rel, "_orphaned") && reTempName.MatchString(rel):
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// namedPaths adds to named the paths commits from+1..to name, read with
-// encoding/json rather than the table's own decoder: segments, their
-// coverage sidecars and table coverage snapshots.
-func namedPaths(t *testing.T, dir string, from, to uint64, named map[string]bool) {
-	t.Helper()
-	for v := from + 1; v <= to; v++ {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(CommitPath(v))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c struct {
-			Actions []struct {
-				AddSegment *struct {
-					Path         string `json:"path"`
-					CoveragePath string `json:"coverage_path"`
-				}
-				UpdateTableCoverage *struct {
-					CoveragePath string `json:"coverage_path"`
-				}
-			} `json:"actions"`
-		}
-		if err := json.Unmarshal(data, &c); err != nil {
-			t.Fatalf("commit %d: %v", v, err)
-		}
-		for _, a := range c.Actions {
-			if a.AddSegment != nil {
-				named[a.AddSegment.Path], named[a.AddSegment.CoveragePath] = true, true
-			}
-			if a.UpdateTableCoverage != nil {
-				named[a.UpdateTableCoverage.CoveragePath] = true
-			}
-		}
-	}
-}
-
-// expectedStrays is what a vacuum with the cutoff at now must remove: the
-// candidates no commit names.
-func expectedStrays(t *testing.T, dir string, named map[string]bool) []string {
-	t.Helper()
-	var out []string
-	for _, p := range strayCandidates(t, dir) {
-		if !named[p] {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // crashPython returns the python that has timeseries-table-format, or ""
 // when there is none (a failure in CI, where it is installed).
-func crashPython(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("TSFLIGHT_PYTHON")
-	if py == "" {
-		py = "python3"
-	}
-	out, err := exec.Command(py, "-c", "import timeseries_table_format as m; print(m.__version__)").CombinedOutput()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must have timeseries-table-format 0.9.0: %v: %s", err, out)
-		}
-		t.Logf("timeseries-table-format is not installed (%v): the Python checks are skipped", err)
-		return ""
-	}
-	if v := strings.TrimSpace(string(out)); v != "0.9.0" {
-		t.Fatalf("timeseries-table-format %s, want 0.9.0", v)
-	}
-	return py
-}
+var crashPython = testkit.CrashPython
 
 // pythonRowCount opens the table with timeseries-table-format and counts
 // its rows with SQL.
-func pythonRowCount(t *testing.T, py, dir string) int64 {
-	t.Helper()
-	const script = `import sys, timeseries_table_format as ttf
-ttf.TimeSeriesTable.open(sys.argv[1])
-s = ttf.Session()
-s.register_tstable("t", sys.argv[1])
-print(s.sql("SELECT count(*) AS n FROM t").to_pylist()[0]["n"])`
-	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("timeseries-table-format could not read the table: %v\n%s", err, out)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-	if err != nil {
-		t.Fatalf("python count %q: %v", out, err)
-	}
-	return n
-}
+var pythonRowCount = testkit.PythonRowCount
 
 // batchCounts scans the batch column: rows per batch id.
 func batchCounts(t *testing.T, ctx context.Context, tb *Table, mem memory.Allocator) (map[int64]int, error) {
@@ -651,50 +596,18 @@ func batchCountsAt(t *testing.T, ctx context.Context, tb *Table, st *State, mem 
 	}
 	defer rdr.Release()
 	out := map[int64]int{}
-	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
-		for i := 0; i < col.Len(); i++ {
-			out[col.Value(i)]++
-		}
-	}
-	return out, rdr.Err()
+	return out, testkit.AddBatchCounts(out, rdr)
 }
 
-// checkBatches compares the rows per batch with what was acknowledged:
-// every acked batch exactly once and whole, others whole or absent. It
+// checkBatches compares the rows per batch with what was acknowledged
+// (testkit.CheckBatches) and adds what it finds wrong to tally. It
 // returns the unacked batches found committed.
 func checkBatches(t *testing.T, tally *crashTally, counts map[int64]int, acked map[int64]uint64) []int64 {
 	t.Helper()
-	for id := range acked {
-		switch n := counts[id]; {
-		case n == 0:
-			tally.lost++
-			t.Errorf("acknowledged batch %d is missing", id)
-		case n > crashRows:
-			tally.dups++
-			t.Errorf("acknowledged batch %d has %d rows, want %d (duplicated)", id, n, crashRows)
-		case n < crashRows:
-			tally.partial++
-			t.Errorf("acknowledged batch %d has %d rows, want %d", id, n, crashRows)
-		}
-	}
-	var unacked []int64
-	for id, n := range counts {
-		if _, ok := acked[id]; ok {
-			continue
-		}
-		switch {
-		case n == crashRows:
-			unacked = append(unacked, id)
-		case n > crashRows:
-			tally.dups++
-			t.Errorf("unacknowledged batch %d has %d rows (duplicated)", id, n)
-		default:
-			tally.partial++
-			t.Errorf("unacknowledged batch %d is partly visible: %d of %d rows", id, n, crashRows)
-		}
-	}
-	slices.Sort(unacked)
+	unacked, f := testkit.CheckBatches(t, "", counts, acked)
+	tally.lost += f.Lost
+	tally.dups += f.Dups
+	tally.partial += f.Partial
 	return unacked
 }
 
@@ -763,16 +676,4 @@ func rowTotal(counts map[int64]int) int {
 		n += c
 	}
 	return n
-}
-
-func mapsEqual(a, b map[int64]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
 	"github.com/tsflight/tsflight/internal/testkit"
@@ -72,16 +70,11 @@ func (b *bench) bigseg(ctx context.Context) error {
 	if qs[0].SQL == "" {
 		return fmt.Errorf("no single-groupby-1-1-1 query")
 	}
-	db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + b.py.srv.addr})
+	cnxn, closeSQL, err := openSQL(ctx, b.py.srv.addr)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer cnxn.Close()
+	defer closeSQL()
 	duck, err := startDuckServe(b.cfg.self, map[string]any{"root": b.py.root, "files": files})
 	if err != nil {
 		return err
@@ -97,15 +90,11 @@ func (b *bench) bigseg(ctx context.Context) error {
 			return err
 		}
 		defer floor.stop() // it dies of the signal: no clean exit to report
-		fdb, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + floor.addr})
-		if err != nil {
+		var closeFloor func()
+		if floorCnxn, closeFloor, err = openSQL(ctx, floor.addr); err != nil {
 			return err
 		}
-		defer fdb.Close()
-		if floorCnxn, err = fdb.Open(ctx); err != nil {
-			return err
-		}
-		defer floorCnxn.Close()
+		defer closeFloor()
 		floorPid = floor.cmd.Process.Pid
 		systems = append(systems, bigsegFloor)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,31 +25,16 @@ func TestReportBigsegFloor(t *testing.T) {
 	addStreamRows(r)
 	addPyRows(r)
 	addFloorRows(r)
-	r.Comparisons = nil
-	r.targets()
-	if err := r.write(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReport(filepath.Join(dir, "report.json")); err != nil {
-		t.Fatalf("a complete report with the floor rows fails the check: %v", err)
-	}
-	var md bytes.Buffer
-	if err := r.writeMarkdown(&md, ""); err != nil {
-		t.Fatal(err)
-	}
+	md := writeAndCheck(t, r, dir, "a complete report with the floor rows")
 	for _, w := range bigsegWorkloads {
-		for _, want := range []string{
+		wantInMarkdown(t, md,
 			// The plain ratio, then the one less the floor, on the next line.
-			"| bigseg | " + w + " | DuckDB | 1.1 | <= 1.2 | met |\n" +
-				"| bigseg | " + w + ", less the floor | DuckDB | 0.9 | none: (tsflight − floor) / DuckDB |  |\n",
-			"| bigseg | " + w + " | tsflight | 11.00 ms |",
-			"| bigseg | " + w + " | DuckDB | 10.00 ms |",
-			"| bigseg | " + w + " | Flight SQL floor | 2.00 ms | 2.00 ms–2.00 ms | 2.00 ms | 2 | 1 | 500 | 1.00 ms | - |",
-		} {
-			if !strings.Contains(md.String(), want) {
-				t.Errorf("report.md lacks %q:\n%s", want, md.String())
-			}
-		}
+			"| bigseg | "+w+" | DuckDB | 1.1 | <= 1.2 | met |\n"+
+				"| bigseg | "+w+", less the floor | DuckDB | 0.9 | none: (tsflight − floor) / DuckDB |  |\n",
+			"| bigseg | "+w+" | tsflight | 11.00 ms |",
+			"| bigseg | "+w+" | DuckDB | 10.00 ms |",
+			"| bigseg | "+w+" | Flight SQL floor | 2.00 ms | 2.00 ms–2.00 ms | 2.00 ms | 2 | 1 | 500 | 1.00 ms | - |",
+		)
 	}
 }
 
@@ -71,23 +55,10 @@ func TestCheckReportWantsBigsegFloor(t *testing.T) {
 		kept = append(kept, m)
 	}
 	r.Measurements = kept
-	r.Comparisons = nil
-	r.targets()
-	if err := r.writeJSON(path); err != nil {
-		t.Fatal(err)
-	}
-	err := checkReport(path)
-	if err == nil {
-		t.Fatal("a report listing the floor without one query's floor row passes the check")
-	}
-	for _, want := range []string{
+	err := wantCheckFails(t, r, path, "a report listing the floor without one query's floor row",
 		`no measurement of bigseg "count(*), 10 minutes" on Flight SQL floor`,
 		`no comparison of bigseg "count(*), 10 minutes, less the floor" against "DuckDB"`,
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the check does not say %q:\n%v", want, err)
-		}
-	}
+	)
 	if strings.Contains(err.Error(), bigsegWorkloads[0]) {
 		t.Errorf("the check faults the query whose floor row is there:\n%v", err)
 	}
@@ -100,12 +71,7 @@ func TestCheckReportWantsBigsegFloor(t *testing.T) {
 			r.Measurements = append(r.Measurements, m)
 		}
 	}
-	r.Comparisons = nil
-	r.targets()
-	if err := r.writeJSON(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReport(path); err != nil {
+	if err := checkJSON(t, r, path); err != nil {
 		t.Errorf("a report from before the floor fails the check: %v", err)
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -21,6 +24,47 @@ func dialFlight(addr string) (flight.Client, error) {
 	return flight.NewClientWithMiddleware(addr, nil, nil,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(msgSize), grpc.MaxCallSendMsgSize(msgSize)))
+}
+
+// serveAndDial starts a tsflight server of root (startServer) and dials
+// it; a server whose dial fails is stopped.
+func serveAndDial(bin, root string, extra ...string) (*child, flight.Client, error) {
+	srv, err := startServer(bin, root, extra...)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := dialFlight(srv.addr)
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return srv, c, nil
+}
+
+// openSQL opens an ADBC Flight SQL connection to the server at addr;
+// closeSQL closes the connection, then its database.
+func openSQL(ctx context.Context, addr string) (cnxn adbc.Connection, closeSQL func(), err error) {
+	db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + addr})
+	if err != nil {
+		return nil, nil, err
+	}
+	if cnxn, err = db.Open(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return cnxn, func() {
+		cnxn.Close()
+		db.Close()
+	}, nil
+}
+
+// readTicket starts the DoGet of ticket and returns its reader.
+func readTicket(ctx context.Context, c flight.Client, ticket *flight.Ticket) (*flight.Reader, error) {
+	stream, err := c.DoGet(ctx, ticket)
+	if err != nil {
+		return nil, err
+	}
+	return flight.NewRecordReader(stream)
 }
 
 // drain plans desc and reads every endpoint, all at once as a client
@@ -39,11 +83,7 @@ func drain(ctx context.Context, c flight.Client, desc *flight.FlightDescriptor) 
 		go func() {
 			defer wg.Done()
 			errs[i] = func() error {
-				stream, err := c.DoGet(ctx, ep.Ticket)
-				if err != nil {
-					return err
-				}
-				rdr, err := flight.NewRecordReader(stream)
+				rdr, err := readTicket(ctx, c, ep.Ticket)
 				if err != nil {
 					return err
 				}

@@ -69,15 +69,9 @@ func tableSpec(name string) map[string]any {
 // TO parquet of the same rows. Each of cfg.runs runs starts from an empty
 // table.
 func (b *bench) ingest(ctx context.Context) error {
-	root := filepath.Join(b.cfg.work, "ts-ingest")
-	os.RemoveAll(root)
-	srv, err := startServer(b.cfg.tsflight, root, noMaintenance...)
+	root := b.scratchDir("ts-ingest")
+	srv, c, err := serveAndDial(b.cfg.tsflight, root, noMaintenance...)
 	if err != nil {
-		return err
-	}
-	c, err := dialFlight(srv.addr)
-	if err != nil {
-		srv.stop()
 		return err
 	}
 	m := &measurement{Group: "ingest", Workload: "all files", System: "tsflight", Rows: b.rows}
@@ -170,13 +164,8 @@ func (b *bench) startScanServer() error {
 	if b.srv != nil {
 		return nil
 	}
-	srv, err := startServer(b.cfg.tsflight, b.root, noMaintenance...)
+	srv, c, err := serveAndDial(b.cfg.tsflight, b.root, noMaintenance...)
 	if err != nil {
-		return err
-	}
-	c, err := dialFlight(srv.addr)
-	if err != nil {
-		srv.stop()
 		return err
 	}
 	b.srv, b.client = srv, c

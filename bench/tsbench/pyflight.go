@@ -51,8 +51,7 @@ func (b *bench) pyData() error {
 	if b.py.files != nil {
 		return nil
 	}
-	dir := filepath.Join(b.cfg.work, "pydata")
-	os.RemoveAll(dir)
+	dir := b.scratchDir("pydata")
 	files, err := b.cfg.pyParams.WriteParquet(dir)
 	if err != nil {
 		return err
@@ -73,18 +72,12 @@ func (b *bench) pyServer(ctx context.Context, needTable bool) error {
 		return err
 	}
 	if b.py.srv == nil {
-		root := filepath.Join(b.cfg.work, "py-root")
-		os.RemoveAll(root)
+		root := b.scratchDir("py-root")
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return err
 		}
-		srv, err := startServer(b.cfg.tsflight, root, noMaintenance...)
+		srv, c, err := serveAndDial(b.cfg.tsflight, root, noMaintenance...)
 		if err != nil {
-			return err
-		}
-		c, err := dialFlight(srv.addr)
-		if err != nil {
-			srv.stop()
 			return err
 		}
 		b.py.root, b.py.srv, b.py.client = root, srv, c
@@ -158,6 +151,14 @@ type pyTimes struct {
 	PeakRSS    int64     `json:"peak_rss_bytes"`
 }
 
+// scratchDir is the path of name in the work directory, with whatever
+// an earlier run left there removed.
+func (b *bench) scratchDir(name string) string {
+	dir := filepath.Join(b.cfg.work, name)
+	os.RemoveAll(dir)
+	return dir
+}
+
 // pyingest: one DoPut of every row from a pyarrow client against the
 // package's append of the same Table, alternating.
 func (b *bench) pyingest(ctx context.Context) error {
@@ -167,8 +168,7 @@ func (b *bench) pyingest(ctx context.Context) error {
 	if err := b.pyServer(ctx, false); err != nil {
 		return err
 	}
-	ttfRoot := filepath.Join(b.cfg.work, "py-ttf")
-	os.RemoveAll(ttfRoot)
+	ttfRoot := b.scratchDir("py-ttf")
 	defer os.RemoveAll(ttfRoot)
 	var res struct {
 		Rows       int64   `json:"rows"`
@@ -212,8 +212,7 @@ func (b *bench) pyscan(ctx context.Context) error {
 	if err := b.pyServer(ctx, true); err != nil {
 		return err
 	}
-	work := filepath.Join(b.cfg.work, "py-scan")
-	os.RemoveAll(work)
+	work := b.scratchDir("py-scan")
 	defer os.RemoveAll(work)
 	var res struct {
 		Rows      int64   `json:"rows"`

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,19 +48,8 @@ func TestReportPyRows(t *testing.T) {
 	r := fullReport()
 	addStreamRows(r)
 	addPyRows(r)
-	r.Comparisons = nil
-	r.targets()
-	if err := r.write(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReport(filepath.Join(dir, "report.json")); err != nil {
-		t.Fatalf("a complete report with the Python and big-segment rows fails the check: %v", err)
-	}
-	var md bytes.Buffer
-	if err := r.writeMarkdown(&md, ""); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	md := writeAndCheck(t, r, dir, "a complete report with the Python and big-segment rows")
+	wantInMarkdown(t, md,
 		"| pyingest | all rows, one call | timeseries-table-format | 0.4 | <= 0.5 (>= 2x the package) | met |",
 		"| pyscan | whole table | C++ Flight (pyarrow) | 2.4 | <= 1.11 (>= 0.9x the C++ rate) | **missed** |",
 		"| pyscan | whole table | timeseries-table-format | 1 | <= 1.0 | met |",
@@ -76,11 +63,7 @@ func TestReportPyRows(t *testing.T) {
 		// The mean CPU per run, where it was measured.
 		"| pyingest | all rows, one call | tsflight | 400.00 ms | 400.00 ms–400.00 ms | 400.00 ms | 3 | 864000 | 2.16 M | 400.00 ms | - |",
 		"| pyingest | all rows, one call | timeseries-table-format | 1.00 s | 1.00 s–1.00 s | 1.00 s | 3 | 864000 | 864.0 k | - | - |",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md.String())
-		}
-	}
+	)
 }
 
 func TestCheckReportWantsPyRows(t *testing.T) {
@@ -98,37 +81,19 @@ func TestCheckReportWantsPyRows(t *testing.T) {
 	}
 	r.Measurements = kept
 	r.find("pyingest", pyIngestWorkload, pkgName).Rows = 0
-	r.Comparisons = nil
-	r.targets()
-	if err := r.writeJSON(path); err != nil {
-		t.Fatal(err)
-	}
-	err := checkReport(path)
-	if err == nil {
-		t.Fatal("a report without the C++ server's row passes the check")
-	}
-	for _, want := range []string{
+	wantCheckFails(t, r, path, "a report without the C++ server's row",
 		`no measurement of pyscan "whole table" on C++ Flight (pyarrow)`,
 		`no comparison of pyscan "whole table" against "C++ Flight (pyarrow)"`,
 		`no comparison of pyscan "whole table, C++ Flight (pyarrow) (MB/s)" against ""`,
 		`no measurement of bigseg "count(*), 10 minutes" on DuckDB`,
 		`pyingest "all rows, one call" on timeseries-table-format: 0 rows`,
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the check does not say %q:\n%v", want, err)
-		}
-	}
+	)
 
 	// A report whose run did not list these steps (older ones) is checked
 	// without them.
 	r = fullReport()
 	addStreamRows(r)
-	r.Comparisons = nil
-	r.targets()
-	if err := r.writeJSON(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReport(path); err != nil {
+	if err := checkJSON(t, r, path); err != nil {
 		t.Errorf("a report from before the Python workloads fails the check: %v", err)
 	}
 }

@@ -93,8 +93,7 @@ func TestReportMissedTargetIsSaid(t *testing.T) {
 	m := r.find("sql", "lastpoint", "tsflight")
 	m.Times = []float64{1, 1, 1}
 	m.stat = statsOf(m.Times)
-	r.Comparisons = nil
-	r.targets()
+	retarget(r)
 	var b bytes.Buffer
 	if err := r.writeMarkdown(&b, ""); err != nil {
 		t.Fatal(err)
@@ -115,8 +114,7 @@ func TestCheckReportFindsWhatIsMissing(t *testing.T) {
 		}
 	}
 	r.Measurements = kept
-	r.Comparisons = nil
-	r.targets()
+	retarget(r)
 	delete(r.Versions, "DuckDB")
 	r.find("scan", "whole table", pkgName).Rows = 0
 	if err := r.writeJSON(filepath.Join(dir, "report.json")); err != nil {
@@ -136,4 +134,67 @@ func TestCheckReportFindsWhatIsMissing(t *testing.T) {
 			t.Errorf("the check does not say %q:\n%v", want, err)
 		}
 	}
+}
+
+// retarget recomputes the comparisons after a test changed r's rows.
+func retarget(r *report) {
+	r.Comparisons = nil
+	r.targets()
+}
+
+// writeAndCheck retargets r, writes the whole report into dir and
+// requires the check to pass (what names the report in the failure); it
+// returns report.md as writeMarkdown writes it.
+func writeAndCheck(t *testing.T, r *report, dir, what string) string {
+	t.Helper()
+	retarget(r)
+	if err := r.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkReport(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatalf("%s fails the check: %v", what, err)
+	}
+	var md bytes.Buffer
+	if err := r.writeMarkdown(&md, ""); err != nil {
+		t.Fatal(err)
+	}
+	return md.String()
+}
+
+// wantInMarkdown requires every line of want in report.md.
+func wantInMarkdown(t *testing.T, md string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+}
+
+// checkJSON retargets r, writes its report.json to path and returns what
+// the check says of it.
+func checkJSON(t *testing.T, r *report, path string) error {
+	t.Helper()
+	retarget(r)
+	if err := r.writeJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	return checkReport(path)
+}
+
+// wantCheckFails requires the check of r's report.json (at path) to fail
+// (what names the report) and to say each of want; it returns what the
+// check said.
+func wantCheckFails(t *testing.T, r *report, path, what string, want ...string) error {
+	t.Helper()
+	err := checkJSON(t, r, path)
+	if err == nil {
+		t.Fatalf("%s passes the check", what)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the check does not say %q:\n%v", w, err)
+		}
+	}
+	return err
 }

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
@@ -61,16 +59,11 @@ func (b *bench) sql(ctx context.Context) error {
 		return err
 	}
 	qs := b.cfg.params.Queries(table)
-	db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + b.srv.addr})
+	cnxn, closeSQL, err := openSQL(ctx, b.srv.addr)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer cnxn.Close()
+	defer closeSQL()
 	files, err := b.segmentFiles(ctx)
 	if err != nil {
 		return err

@@ -23,8 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"io"
 	"io/fs"
 	"os"
@@ -34,8 +32,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -301,19 +301,14 @@ type streamSide struct {
 	table, system, root string
 	srv                 *child
 	c                   flight.Client
-	db                  adbc.Database
 	cnxn                adbc.Connection
+	closeSQL            func()         // closes cnxn and its database
 	ms                  []*measurement // given the server's peak RSS when it stops
 }
 
 func (sd *streamSide) start(bin string) error {
-	srv, err := startServer(bin, sd.root, streamMaintenance...)
+	srv, c, err := serveAndDial(bin, sd.root, streamMaintenance...)
 	if err != nil {
-		return err
-	}
-	c, err := dialFlight(srv.addr)
-	if err != nil {
-		srv.stop()
 		return err
 	}
 	sd.srv, sd.c = srv, c
@@ -321,16 +316,11 @@ func (sd *streamSide) start(bin string) error {
 }
 
 func (sd *streamSide) openSQL(ctx context.Context) error {
-	db, err := adbcflightsql.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc+tcp://" + sd.srv.addr})
+	cnxn, closeSQL, err := openSQL(ctx, sd.srv.addr)
 	if err != nil {
 		return err
 	}
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		db.Close()
-		return err
-	}
-	sd.db, sd.cnxn = db, cnxn
+	sd.cnxn, sd.closeSQL = cnxn, closeSQL
 	return nil
 }
 
@@ -338,9 +328,8 @@ func (sd *streamSide) openSQL(ctx context.Context) error {
 // the measurements so far the server's peak RSS.
 func (sd *streamSide) stop() error {
 	if sd.cnxn != nil {
-		sd.cnxn.Close()
-		sd.db.Close()
-		sd.cnxn, sd.db = nil, nil
+		sd.closeSQL()
+		sd.cnxn, sd.closeSQL = nil, nil
 	}
 	if sd.srv == nil {
 		return nil
@@ -674,11 +663,7 @@ func firstBatch(ctx context.Context, c flight.Client, table string) error {
 		return err
 	}
 	for _, ep := range info.Endpoint {
-		stream, err := c.DoGet(ctx, ep.Ticket)
-		if err != nil {
-			return err
-		}
-		rdr, err := flight.NewRecordReader(stream)
+		rdr, err := readTicket(ctx, c, ep.Ticket)
 		if err != nil {
 			return err
 		}
@@ -703,8 +688,7 @@ func firstBatch(ctx context.Context, c flight.Client, table string) error {
 // to a scratch table first.
 func (b *bench) streamWriters(ctx context.Context) error {
 	cfg := b.cfg
-	root := filepath.Join(cfg.work, "stream-c")
-	os.RemoveAll(root)
+	root := b.scratchDir("stream-c")
 	srv, err := startServer(cfg.tsflight, root, streamMaintenance...)
 	if err != nil {
 		return err

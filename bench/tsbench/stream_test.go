@@ -62,6 +62,15 @@ func TestMaintenancePending(t *testing.T) {
 
 // The stream tables' rows come one step at a time, each step every host
 // in order, and they are the rows the generator gives in one piece.
+// appendTimes appends the timestamps of b's first column to dst.
+func appendTimes(dst []int64, b arrow.RecordBatch) []int64 {
+	ts := b.Column(0).(*array.Timestamp)
+	for i := range ts.Len() {
+		dst = append(dst, int64(ts.Value(i)))
+	}
+	return dst
+}
+
 func TestEachStepMatchesBulk(t *testing.T) {
 	base := tsbs.DefaultParams()
 	p := streamParams(base, 3, 400, tsbs.DefaultBatchRows) // crosses an hour
@@ -69,10 +78,7 @@ func TestEachStepMatchesBulk(t *testing.T) {
 	var times []int64
 	if err := eachStep(p, 0, 3, func(s int, b arrow.RecordBatch) error {
 		steps = append(steps, s)
-		ts := b.Column(0).(*array.Timestamp)
-		for i := range ts.Len() {
-			times = append(times, int64(ts.Value(i)))
-		}
+		times = appendTimes(times, b)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -83,10 +89,7 @@ func TestEachStepMatchesBulk(t *testing.T) {
 	var bulk []int64
 	for _, d := range p.Deliveries() {
 		if err := p.Batches(memory.DefaultAllocator, d, func(b arrow.RecordBatch) error {
-			ts := b.Column(0).(*array.Timestamp)
-			for i := range ts.Len() {
-				bulk = append(bulk, int64(ts.Value(i)))
-			}
+			bulk = appendTimes(bulk, b)
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -139,29 +142,14 @@ func TestCheckReportWantsStreamRows(t *testing.T) {
 	path := filepath.Join(dir, "report.json")
 	r := fullReport()
 	addStreamRows(r)
-	r.Comparisons = nil
-	r.targets()
-	if err := r.write(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkReport(path); err != nil {
-		t.Fatalf("a complete report with the stream rows fails the check: %v", err)
-	}
-	var md bytes.Buffer
-	if err := r.writeMarkdown(&md, ""); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	md := writeAndCheck(t, r, dir, "a complete report with the stream rows")
+	wantInMarkdown(t, md,
 		"| stream | whole-table DoGet | bulk table | 1.2 | <= 1.5 | met |",
 		"| stream | disk bytes after settling (3.0 MiB / 2.0 MiB) | bulk table | 1.5 | <= 2 | met |",
 		"| stream | 8 writers: aggregate | (absolute) | 160 k rows/s | >= 100 k rows/s | met |",
 		"| stream | DoPut mean, last 30 / first 30 puts | (absolute) | 1 | none |  |",
 		"| stream | DoPut p50 (100 rows) | (absolute) | 20 ms | none |  |",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md.String())
-		}
-	}
+	)
 
 	// Without the restart rows and the disk figures, the check fails.
 	kept := r.Measurements[:0]
@@ -172,24 +160,11 @@ func TestCheckReportWantsStreamRows(t *testing.T) {
 	}
 	r.Measurements = kept
 	r.Stream.DiskBytesA = 0
-	r.Comparisons = nil
-	r.targets()
-	if err := r.writeJSON(path); err != nil {
-		t.Fatal(err)
-	}
-	err := checkReport(path)
-	if err == nil {
-		t.Fatal("a report without the restart rows passes the check")
-	}
-	for _, want := range []string{
+	wantCheckFails(t, r, path, "a report without the restart rows",
 		`no measurement of stream "restart to first DoGet batch" on stream table`,
 		`no comparison of stream "restart to first DoGet batch" against "bulk table"`,
 		`no comparison of stream "disk bytes after settling" against "bulk table"`,
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the check does not say %q:\n%v", want, err)
-		}
-	}
+	)
 
 	// A run that lists its workloads without the stream workload fails.
 	r = fullReport()
@@ -208,8 +183,7 @@ func TestChartCutsHugeRatios(t *testing.T) {
 	m := r.find(streamGroup, wDoGet, sysStream)
 	m.Times = []float64{10, 10, 10} // 1000× the bulk table
 	m.stat = statsOf(m.Times)
-	r.Comparisons = nil
-	r.targets()
+	retarget(r)
 	var b bytes.Buffer
 	if err := r.writeChart(&b); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -22,34 +23,20 @@ Example:
   tsflight add-columns cpu temp_c:float64 'note:utf8'`,
 }
 
-func init() {
-	addColumnsCmd.Run = runAddColumns
-	register(addColumnsCmd)
-}
+func init() { register(addColumnsCmd, runAddColumns) }
 
 func runAddColumns(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(addColumnsCmd)
-	server := serverFlag(fs)
-	format := newChoice("table", "table", "json")
-	fs.Var(format, "format", "output `format`: table or json")
-	rest, err := fs.parse(e, args)
+	server, format, table, specs, err := parseTableItems(addColumnsCmd, e, args, "the columns to add (NAME:TYPE …)")
 	if err != nil {
 		return err
 	}
-	if len(rest) == 0 {
-		return usagef("missing the table name")
-	}
-	if len(rest) == 1 {
-		return usagef("missing the columns to add (NAME:TYPE …)")
-	}
-	table := rest[0]
 	type column struct {
 		Name     string `json:"name"`
 		Type     string `json:"type"`
 		Nullable bool   `json:"nullable"`
 	}
 	var cols []column
-	for _, spec := range rest[1:] {
+	for _, spec := range specs {
 		name, typ, ok := strings.Cut(spec, ":")
 		name, typ = strings.TrimSpace(name), strings.TrimSpace(typ)
 		if !ok || name == "" || typ == "" {
@@ -57,18 +44,12 @@ func runAddColumns(ctx context.Context, e *env, args []string) error {
 		}
 		cols = append(cols, column{Name: name, Type: typ, Nullable: true})
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res struct {
-			Version int64 `json:"version"`
-		}
-		raw, err := c.action(ctx, "add-columns", map[string]any{"table": table, "columns": cols}, &res)
-		if err != nil {
+	type answer struct {
+		Version int64 `json:"version"`
+	}
+	return tableOrJSONAction(ctx, e, server, format, "add-columns", map[string]any{"table": table, "columns": cols},
+		func(w io.Writer, res answer) error {
+			_, err := fmt.Fprintf(w, "added %d column(s) to %s (version %d)\n", len(cols), table, res.Version)
 			return err
-		}
-		if format.value == "json" {
-			return writeRawJSON(e.stdout, raw)
-		}
-		_, err = fmt.Fprintf(e.stdout, "added %d column(s) to %s (version %d)\n", len(cols), table, res.Version)
-		return err
-	})
+		})
 }

@@ -12,19 +12,17 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 
 	"google.golang.org/grpc/metadata"
 )
@@ -171,13 +169,8 @@ func shuttingDown(path string) func(t *testing.T, e *opsEnv) (string, string) {
 		url := srv.opsURL()
 		ctx := testCtx(t)
 		c := dial(t, srv.addr)
-		createTable(t, ctx, c, "t")
-		p := openPut(t, ctx, c, "t")
-		if err := p.write(batch(0, 10)); err != nil {
-			t.Fatal(err)
-		}
-		srv.waitLog("DoPut started", 10*time.Second)
-		srv.signal(syscall.SIGTERM)
+		p := newPut(t, ctx, c, "t", 10)
+		srv.sigtermDuringPut()
 		srv.waitLog("shutting down", 10*time.Second)
 		code, body := httpGet(t, nil, url+path)
 		if _, err := p.finish(); err != nil {
@@ -195,28 +188,6 @@ func bearerCtx(ctx context.Context, token string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 }
 
-// rootSnapshot maps every file under dir to its SHA-256.
-func rootSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		out[p] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestOpsCatalogue(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	tokens := filepath.Join(t.TempDir(), "tokens")
@@ -232,7 +203,7 @@ func TestOpsCatalogue(t *testing.T) {
 	cases := opsCatalogue()
 	for _, oc := range cases {
 		t.Run(oc.name, func(t *testing.T) {
-			before := rootSnapshot(t, root)
+			before := testkit.TreeSums(t, root)
 			outcome, text := oc.run(t, e)
 			if outcome != oc.want {
 				t.Fatalf("%s: %s, want %s; said %q", oc.call, outcome, oc.want, text)
@@ -245,7 +216,7 @@ func TestOpsCatalogue(t *testing.T) {
 			if strings.Contains(text, root) || strings.Contains(text, writer) || strings.Contains(text, expired) {
 				t.Fatalf("%s: %q shows the root or a secret", oc.call, text)
 			}
-			after := rootSnapshot(t, root)
+			after := testkit.TreeSums(t, root)
 			if fmt.Sprint(before) != fmt.Sprint(after) {
 				t.Fatalf("%s changed the root", oc.call)
 			}

@@ -39,10 +39,7 @@ Example:
   tsflight check --repair cpu mem`,
 }
 
-func init() {
-	checkCmd.Run = runCheck
-	register(checkCmd)
-}
+func init() { register(checkCmd, runCheck) }
 
 func runCheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(checkCmd)

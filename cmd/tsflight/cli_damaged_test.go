@@ -7,32 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsflight/tsflight/internal/testkit"
+
 	"github.com/tsflight/tsflight/tableformat"
 )
-
-// copyTableDir copies table directory from to to under root.
-func copyTableDir(t *testing.T, root, from, to string) {
-	t.Helper()
-	src := filepath.Join(root, from)
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(root, to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestTablesDamaged: tsflight tables against a live server whose root
 // holds a healthy table (m), one whose CURRENT holds garbage (garbled),
@@ -43,11 +21,11 @@ func copyTableDir(t *testing.T, root, from, to string) {
 // tables were silently left out and the command succeeded.
 func TestTablesDamaged(t *testing.T) {
 	f := newCLIFixture(t)
-	copyTableDir(t, f.root, cliTable, "garbled")
+	testkit.CopyDir(t, filepath.Join(f.root, cliTable), filepath.Join(f.root, "garbled"))
 	if err := os.WriteFile(filepath.Join(f.root, "garbled", tableformat.LogDir, "CURRENT"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	copyTableDir(t, f.root, cliTable, "nocommit")
+	testkit.CopyDir(t, filepath.Join(f.root, cliTable), filepath.Join(f.root, "nocommit"))
 	if err := os.Remove(filepath.Join(f.root, "nocommit", filepath.FromSlash(tableformat.CommitPath(1)))); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -152,29 +151,14 @@ func cliRecord(mem memory.Allocator, from, to int) arrow.RecordBatch {
 // cliPut appends rec to table in one DoPut and returns the PutResult.
 func cliPut(t *testing.T, c flight.Client, table string, rec arrow.RecordBatch, mem memory.Allocator) map[string]any {
 	t.Helper()
-	ctx := testCtx(t)
-	stream, err := c.DoPut(ctx)
-	if err != nil {
+	p := openPutOf(t, testCtx(t), c, table, rec.Schema(), mem)
+	rec.Retain() // write releases it; the caller keeps its own reference
+	if err := p.write(rec); err != nil {
 		t.Fatal(err)
 	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	res, err := stream.Recv()
+	out, err := p.finish()
 	if err != nil {
 		t.Fatalf("DoPut %s: %v", table, err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(res.AppMetadata, &out); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -411,3 +411,22 @@ func TestClientHelp(t *testing.T) {
 		}
 	}
 }
+
+// checkHelp: `tsflight NAME --help` exits 0 and prints c's usage first
+// and each of frags, and `tsflight --help` lists the command.
+func checkHelp(t *testing.T, c *command, frags ...string) {
+	t.Helper()
+	stdout, stderr, code := runCLI(t, nil, c.Name, "--help")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage:\n  "+c.Usage+"\n") {
+		t.Fatalf("%s --help: %d %q\n%s", c.Name, code, stderr, stdout)
+	}
+	for _, f := range frags {
+		if !strings.Contains(stdout, f) {
+			t.Fatalf("%s --help does not say %q:\n%s", c.Name, f, stdout)
+		}
+	}
+	stdout, _, _ = runCLI(t, nil, "--help")
+	if !strings.Contains(stdout, "\n  "+c.Name+" ") {
+		t.Fatalf("tsflight --help does not list %s:\n%s", c.Name, stdout)
+	}
+}

@@ -354,3 +354,66 @@ func actionCommand[R any](ctx context.Context, e *env, server *serverFlags, out 
 		})
 	})
 }
+
+// runDryRunAction runs a command on one table whose only flag of its own
+// is --dry-run (compact, upgrade): it parses the flags, sends action with
+// "dry_run" when the flag is set, and prints the answer with actionCommand
+// (print gets the --max-rows limit).
+func runDryRunAction[R any](ctx context.Context, e *env, args []string, cmd *command, action, dryRunHelp string,
+	grid func(R) *grid, print func(w io.Writer, res R, maxRows int) error) error {
+	fs := newFlagSet(cmd)
+	server := serverFlag(fs)
+	var dryRun bool
+	fs.BoolVar(&dryRun, "dry-run", false, dryRunHelp)
+	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
+	table, err := parseTable(fs, e, args, out)
+	if err != nil {
+		return err
+	}
+	req := map[string]any{"table": table}
+	if dryRun {
+		req["dry_run"] = true
+	}
+	return actionCommand(ctx, e, server, out, action, req, grid,
+		func(w io.Writer, res R) error { return print(w, res, out.maxRows) })
+}
+
+// parseTableItems parses the flags of a command that names one table and
+// then one or more items (add-columns, set-properties): --server and
+// --format table|json. missing says what the items are when there are
+// none.
+func parseTableItems(cmd *command, e *env, args []string, missing string) (server *serverFlags, format *choice, table string, items []string, err error) {
+	fs := newFlagSet(cmd)
+	server = serverFlag(fs)
+	format = newChoice("table", "table", "json")
+	fs.Var(format, "format", "output `format`: table or json")
+	rest, err := fs.parse(e, args)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	if len(rest) == 0 {
+		return nil, nil, "", nil, usagef("missing the table name")
+	}
+	if len(rest) == 1 {
+		return nil, nil, "", nil, usagef("missing %s", missing)
+	}
+	return server, format, rest[0], rest[1:], nil
+}
+
+// tableOrJSONAction sends action and writes its answer to standard
+// output: as the server sent it with --format json, else as print writes
+// it.
+func tableOrJSONAction[R any](ctx context.Context, e *env, server *serverFlags, format *choice, action string, req map[string]any,
+	print func(io.Writer, R) error) error {
+	return withClient(ctx, server, func(ctx context.Context, c *client) error {
+		var res R
+		raw, err := c.action(ctx, action, req, &res)
+		if err != nil {
+			return err
+		}
+		if format.value == "json" {
+			return writeRawJSON(e.stdout, raw)
+		}
+		return print(e.stdout, res)
+	})
+}

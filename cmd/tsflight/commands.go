@@ -55,7 +55,11 @@ var (
 	groupOrder = []string{"server", "client", "other"}
 )
 
-func register(c *command) {
+// register adds c to the commands with run as its Run. Each command's file
+// calls it from init: run names its command (for the flag set), so setting
+// Run in the command's literal would be an initialization cycle.
+func register(c *command, run func(ctx context.Context, e *env, args []string) error) {
+	c.Run = run
 	if _, dup := commands[c.Name]; dup {
 		panic("tsflight: command registered twice: " + c.Name)
 	}

@@ -36,28 +36,11 @@ Example:
   tsflight compact cpu`,
 }
 
-func init() {
-	compactCmd.Run = runCompact
-	register(compactCmd)
-}
+func init() { register(compactCmd, runCompact) }
 
 func runCompact(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(compactCmd)
-	server := serverFlag(fs)
-	var dryRun bool
-	fs.BoolVar(&dryRun, "dry-run", false, "only list what would be merged; change nothing")
-	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
-	table, err := parseTable(fs, e, args, out)
-	if err != nil {
-		return err
-	}
-	req := map[string]any{"table": table}
-	if dryRun {
-		req["dry_run"] = true
-	}
-	return actionCommand(ctx, e, server, out, flightserver.ActionCompact, req,
-		func(res flightserver.CompactResult) *grid { return compactGrid(res, false, true) },
-		func(w io.Writer, res flightserver.CompactResult) error { return printCompact(w, res, out.maxRows) })
+	return runDryRunAction(ctx, e, args, compactCmd, flightserver.ActionCompact, "only list what would be merged; change nothing",
+		func(res flightserver.CompactResult) *grid { return compactGrid(res, false, true) }, printCompact)
 }
 
 // compactGrid has one row per group; human writes sizes for people, and
@@ -93,20 +76,8 @@ func printCompact(w io.Writer, res flightserver.CompactResult, maxRows int) erro
 		return err
 	}
 	if g := compactGrid(res, true, !res.DryRun); len(g.rows) > 0 {
-		more := 0
-		if maxRows > 0 && len(g.rows) > maxRows {
-			more, g.rows = len(g.rows)-maxRows, g.rows[:maxRows]
-		}
-		if _, err := io.WriteString(w, "\n"); err != nil {
+		if err := printCapped(w, g, maxRows); err != nil {
 			return err
-		}
-		if err := g.print(w); err != nil {
-			return err
-		}
-		if more > 0 {
-			if _, err := fmt.Fprintf(w, "… %d more (--max-rows 0 shows all)\n", more); err != nil {
-				return err
-			}
 		}
 	}
 	groups := plural(int64(len(res.Groups)), "group", "groups")

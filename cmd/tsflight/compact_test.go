@@ -88,14 +88,7 @@ func TestCompactCommandErrors(t *testing.T) {
 	f.fail(t, exitUsage, []string{"--dry-run"}, "compact", "--dry-run=maybe", "t")
 	f.fail(t, exitFail, []string{`"nope"`, "not found"}, "compact", "nope")
 	f.fail(t, exitUnavailable, []string{"cannot reach a tsflight server"}, "compact", "--server", "grpc://"+cliClosedPort(t), "t")
-	stdout, stderr, code := runCLI(t, nil, "compact", "--help")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage:\n  "+compactCmd.Usage+"\n") || !strings.Contains(stdout, "--dry-run") {
-		t.Fatalf("compact --help: %d %q\n%s", code, stderr, stdout)
-	}
-	stdout, _, _ = runCLI(t, nil, "--help")
-	if !strings.Contains(stdout, "\n  compact ") {
-		t.Fatalf("tsflight --help does not list compact:\n%s", stdout)
-	}
+	checkHelp(t, compactCmd, "--dry-run")
 	// An empty table has nothing to compact.
 	if out := f.ok(t, "compact", "t"); !strings.Contains(out, "nothing to compact") {
 		t.Fatalf("empty table:\n%s", out)

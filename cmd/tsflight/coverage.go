@@ -51,10 +51,8 @@ Example:
 }
 
 func init() {
-	coverageCmd.Run = runCoverage
-	gapsCmd.Run = runGaps
-	register(coverageCmd)
-	register(gapsCmd)
+	register(coverageCmd, runCoverage)
+	register(gapsCmd, runGaps)
 }
 
 // rangeFlags are the flags coverage and gaps share.
@@ -112,34 +110,31 @@ func runCoverage(ctx context.Context, e *env, args []string) error {
 	if rf.start == "" || rf.end == "" {
 		return usagef("--start and --end are required (or draw all the data with --plot FILE)")
 	}
-	return withClient(ctx, rf.server, func(ctx context.Context, c *client) error {
-		var a flightserver.CoverageAnswer
-		raw, err := c.action(ctx, "coverage", rf.request(table), &a)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				g := grid{header: []string{"table", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}}
-				g.rows = [][]string{{a.Table, utoa(a.Version), flightserver.IndexText(a.Start), flightserver.IndexText(a.End), utoa(a.Intervals),
-					utoa(a.Identities), utoa(a.Expected), utoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
-				return g.writeCSV(w)
-			}
-			who := "all entities"
-			if len(rf.entities) > 0 {
-				who = rf.entities.String()
-			} else if a.Identities == 1 {
-				who = "the table"
-			}
-			_, err := fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
-				a.Table, a.Version, flightserver.IndexText(a.Start), flightserver.IndexText(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
-				plural(int64(a.Identities), "entity", "entities"), plural(int64(a.Intervals), "interval", "intervals"))
-			return err
-		})
-	})
+	return actionCommand(ctx, e, rf.server, out, "coverage", rf.request(table), coverageCSV,
+		func(w io.Writer, a flightserver.CoverageAnswer) error { return printCoverage(w, a, rf.entities) })
+}
+
+// coverageCSV is the coverage answer as one CSV row.
+func coverageCSV(a flightserver.CoverageAnswer) *grid {
+	g := &grid{header: []string{"table", "version", "start", "end", "intervals", "identities", "expected", "covered", "ratio"}}
+	g.rows = [][]string{{a.Table, utoa(a.Version), flightserver.IndexText(a.Start), flightserver.IndexText(a.End), utoa(a.Intervals),
+		utoa(a.Identities), utoa(a.Expected), utoa(a.Covered), strconv.FormatFloat(a.Ratio, 'g', -1, 64)}}
+	return g
+}
+
+// printCoverage writes the coverage answer for a person; entities are
+// the --entity flags the request carried.
+func printCoverage(w io.Writer, a flightserver.CoverageAnswer, entities entityFlag) error {
+	who := "all entities"
+	if len(entities) > 0 {
+		who = entities.String()
+	} else if a.Identities == 1 {
+		who = "the table"
+	}
+	_, err := fmt.Fprintf(w, "table     %s (version %d)\nrange     [%s, %s)\nentities  %s\ncoverage  %s  (%d of %d entity-intervals: %s × %s)\n",
+		a.Table, a.Version, flightserver.IndexText(a.Start), flightserver.IndexText(a.End), who, percent(a.Ratio), a.Covered, a.Expected,
+		plural(int64(a.Identities), "entity", "entities"), plural(int64(a.Intervals), "interval", "intervals"))
+	return err
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

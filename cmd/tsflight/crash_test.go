@@ -15,16 +15,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,41 +30,28 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
 const (
 	crashTableName = "crash"
-	crashRows      = 8 // rows per batch
-	crashFiles     = 6 // files (batches) per writer life
+	crashRows      = testkit.CrashRows // rows per batch
+	crashFiles     = 6                 // files (batches) per writer life
 )
 
-var crashSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
-	{Name: "host", Type: arrow.BinaryTypes.String},
-	{Name: "batch", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-}, nil)
+var crashSchema = testkit.CrashSchema()
 
-// crashBatch is batch id: crashRows rows of host w at 10 s steps in a
-// time range no other batch touches.
+// crashBatch is batch id: crashRows rows of host w at 10 s steps from
+// base, in a time range no other batch touches.
 func crashBatch(mem memory.Allocator, id int64) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, crashSchema)
-	defer b.Release()
-	for i := range int64(crashRows) {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base + (id*crashRows+i)*10_000))
-		b.Field(1).(*array.StringBuilder).Append("w")
-		b.Field(2).(*array.Int64Builder).Append(id)
-		b.Field(3).(*array.Int64Builder).Append(id*1000 + i)
-	}
-	return b.NewRecordBatch()
+	return testkit.CrashBatch(mem, base, id)
 }
 
 // writeCrashFile writes batch id as an Arrow IPC file.
@@ -92,27 +77,6 @@ func writeCrashFile(t *testing.T, mem memory.Allocator, path string, id int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func crashSettings(t *testing.T) (trials int, seed uint64) {
-	t.Helper()
-	trials = 50
-	if s := os.Getenv("TSFLIGHT_CRASH_TRIALS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("TSFLIGHT_CRASH_TRIALS=%q is not a positive integer", s)
-		}
-		trials = n
-	}
-	seed = uint64(time.Now().UnixNano())
-	if s := os.Getenv("TSFLIGHT_CRASH_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TSFLIGHT_CRASH_SEED=%q is not an unsigned integer", s)
-		}
-		seed = n
-	}
-	return trials, seed
 }
 
 // crashServerTally counts what the trials saw.
@@ -175,12 +139,7 @@ func (r *crashRun) ack(id int64, v uint64) {
 		r.tally.acked++
 	}
 	r.acked[id] = v
-	if _, err := fmt.Fprintf(r.ackLog, "acked %d %d\n", id, v); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := r.ackLog.Sync(); err != nil {
-		r.t.Fatal(err)
-	}
+	testkit.WriteAck(r.t, r.ackLog, id, v)
 }
 
 // writer starts a `tsflight load` of the next crashFiles batches.
@@ -195,13 +154,9 @@ func (r *crashRun) writer() (*exec.Cmd, *syncBuffer, chan error) {
 		args = append(args, p)
 	}
 	cmd := cliCommand(r.t, nil, args...)
-	out, errb := &syncBuffer{}, &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, errb
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	_, done := startCollecting(r.t, cmd)
 	return cmd, out, done
 }
 
@@ -209,19 +164,13 @@ func (r *crashRun) writer() (*exec.Cmd, *syncBuffer, chan error) {
 // PutResult arrived).
 func (r *crashRun) collectAcks(out string) {
 	r.t.Helper()
-	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-		out = out[:i+1]
-	} else {
-		out = ""
-	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
+	for _, line := range testkit.CompleteLines(out) {
 		var res struct {
 			File    string  `json:"file"`
 			Version *uint64 `json:"version"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &res); err != nil || res.Version == nil {
-			r.t.Fatalf("writer output line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal([]byte(line), &res); err != nil || res.Version == nil {
+			r.t.Fatalf("writer output line %q: %v", line, err)
 		}
 		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(res.File), "b"), ".arrow"), 10, 64)
 		if err != nil {
@@ -245,13 +194,8 @@ func (r *crashRun) libraryCounts() (map[int64]int, uint64, error) {
 	}
 	defer rdr.Release()
 	out := map[int64]int{}
-	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
-		for i := 0; i < col.Len(); i++ {
-			out[col.Value(i)]++
-		}
-	}
-	return out, tb.State().Version, rdr.Err()
+	err = testkit.AddBatchCounts(out, rdr)
+	return out, tb.State().Version, err
 }
 
 // serverCounts scans the table through the server (GetFlightInfo, then
@@ -272,14 +216,7 @@ func (r *crashRun) serverCounts() (map[int64]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			col := rec.Column(rec.Schema().FieldIndices("batch")[0]).(*array.Int64)
-			for i := 0; i < col.Len(); i++ {
-				out[col.Value(i)]++
-			}
-		}
-		err = rdr.Err()
+		err = testkit.AddBatchCounts(out, rdr)
 		rdr.Release()
 		if err != nil {
 			return nil, err
@@ -292,71 +229,17 @@ func (r *crashRun) serverCounts() (map[int64]int, error) {
 // returns the unacknowledged batches found whole.
 func (r *crashRun) checkCounts(trial int, counts map[int64]int) []int64 {
 	r.t.Helper()
-	for id := range r.acked {
-		switch n := counts[id]; {
-		case n == 0:
-			r.tally.lost++
-			r.t.Errorf("trial %d: acknowledged batch %d is missing", trial, id)
-		case n > crashRows:
-			r.tally.dups++
-			r.t.Errorf("trial %d: acknowledged batch %d has %d rows, want %d", trial, id, n, crashRows)
-		case n < crashRows:
-			r.tally.partial++
-			r.t.Errorf("trial %d: acknowledged batch %d has %d of %d rows", trial, id, n, crashRows)
-		}
-	}
-	var unacked []int64
-	for id, n := range counts {
-		if _, ok := r.acked[id]; ok {
-			continue
-		}
-		switch {
-		case n == crashRows:
-			unacked = append(unacked, id)
-		case n > crashRows:
-			r.tally.dups++
-			r.t.Errorf("trial %d: unacknowledged batch %d has %d rows", trial, id, n)
-		default:
-			r.tally.partial++
-			r.t.Errorf("trial %d: unacknowledged batch %d is partly visible: %d of %d rows", trial, id, n, crashRows)
-		}
-	}
-	slices.Sort(unacked)
+	unacked, f := testkit.CheckBatches(r.t, fmt.Sprintf("trial %d: ", trial), counts, r.acked)
+	r.tally.lost += f.Lost
+	r.tally.dups += f.Dups
+	r.tally.partial += f.Partial
 	return unacked
 }
 
-// updateNamed adds the paths that commits namedTo+1..to name, read with
-// encoding/json: segments, their sidecars, table coverage snapshots.
+// updateNamed adds the paths that commits namedTo+1..to name.
 func (r *crashRun) updateNamed(to uint64) {
 	r.t.Helper()
-	for v := r.namedTo + 1; v <= to; v++ {
-		data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(tableformat.CommitPath(v))))
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		var c struct {
-			Actions []struct {
-				AddSegment *struct {
-					Path         string `json:"path"`
-					CoveragePath string `json:"coverage_path"`
-				}
-				UpdateTableCoverage *struct {
-					CoveragePath string `json:"coverage_path"`
-				}
-			} `json:"actions"`
-		}
-		if err := json.Unmarshal(data, &c); err != nil {
-			r.t.Fatalf("commit %d: %v", v, err)
-		}
-		for _, a := range c.Actions {
-			if a.AddSegment != nil {
-				r.named[a.AddSegment.Path], r.named[a.AddSegment.CoveragePath] = true, true
-			}
-			if a.UpdateTableCoverage != nil {
-				r.named[a.UpdateTableCoverage.CoveragePath] = true
-			}
-		}
-	}
+	testkit.NamedPaths(r.t, r.dir, tableformat.CommitPath, r.namedTo, to, r.named)
 	r.namedTo = max(r.namedTo, to)
 }
 
@@ -364,25 +247,7 @@ func (r *crashRun) updateNamed(to uint64) {
 // _coverage/ and the log's temporary files that no commit names.
 func (r *crashRun) strays() []string {
 	r.t.Helper()
-	var out []string
-	err := filepath.Walk(r.dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(r.dir, p)
-		rel = filepath.ToSlash(rel)
-		managed := strings.HasPrefix(rel, "data/") || strings.HasPrefix(rel, "_coverage/") ||
-			(strings.HasPrefix(rel, tableformat.LogDir+"/") && !strings.Contains(rel, "_orphaned") && strings.Contains(rel, ".tmp-"))
-		if managed && !r.named[rel] {
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
+	return testkit.ExpectedStrays(r.t, r.dir, tableformat.LogDir, r.named)
 }
 
 // quiesce waits until the table's files stop changing (an append the
@@ -478,54 +343,14 @@ func (r *crashRun) put(id int64) (uint64, error) {
 	return pr.Version, nil
 }
 
-// pythonCount counts the table's rows with timeseries-table-format 0.9.0
-// ("" py: not installed, and not in CI).
-func crashPythonCount(t *testing.T, py, dir string) int64 {
-	t.Helper()
-	const script = `import sys, timeseries_table_format as ttf
-ttf.TimeSeriesTable.open(sys.argv[1])
-s = ttf.Session()
-s.register_tstable("t", sys.argv[1])
-print(s.sql("SELECT count(*) AS n FROM t").to_pylist()[0]["n"])`
-	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("timeseries-table-format could not read the table: %v\n%s", err, out)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-	if err != nil {
-		t.Fatalf("python count %q: %v", out, err)
-	}
-	return n
-}
-
-func crashPython(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("TSFLIGHT_PYTHON")
-	if py == "" {
-		py = "python3"
-	}
-	out, err := exec.Command(py, "-c", "import timeseries_table_format as m; print(m.__version__)").CombinedOutput()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must have timeseries-table-format 0.9.0: %v: %s", err, out)
-		}
-		t.Logf("timeseries-table-format is not installed (%v): the Python checks are skipped", err)
-		return ""
-	}
-	if v := strings.TrimSpace(string(out)); v != "0.9.0" {
-		t.Fatalf("timeseries-table-format %s, want 0.9.0", v)
-	}
-	return py
-}
-
 // TestCrashTrialsServer runs the server-mode crash trials.
 func TestCrashTrialsServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash trials run processes")
 	}
-	trials, seed := crashSettings(t)
+	trials, seed := testkit.CrashSettings(t, 50)
 	t.Logf("crash trials: mode=server trials=%d seed=%d (replay with TSFLIGHT_CRASH_SEED=%d)", trials, seed, seed)
-	py := crashPython(t)
+	py := testkit.CrashPython(t)
 	r := &crashRun{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), mem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		root: t.TempDir(), files: t.TempDir(), acked: map[int64]uint64{}, named: map[string]bool{}}
 	defer r.mem.AssertSize(t, 0)
@@ -594,7 +419,7 @@ func TestCrashTrialsServer(t *testing.T) {
 			r.startServer()
 		}
 		// The restarted (or surviving) server reads the same.
-		if got, err := r.serverCounts(); err != nil || !mapsEqualInt(got, counts) {
+		if got, err := r.serverCounts(); err != nil || !maps.Equal(got, counts) {
 			r.tally.unreadable++
 			r.dumpServer()
 			t.Fatalf("trial %d: the server reads %d batches (%v), the library %d", trial, len(got), err, len(counts))
@@ -630,7 +455,7 @@ func TestCrashTrialsServer(t *testing.T) {
 			r.tally.vacuumMismatches++
 			t.Errorf("trial %d: a second dry run finds %d removable files", trial, res.Totals.Removable)
 		}
-		if got, err := r.serverCounts(); err != nil || !mapsEqualInt(got, counts) {
+		if got, err := r.serverCounts(); err != nil || !maps.Equal(got, counts) {
 			r.tally.unreadable++
 			r.dumpServer()
 			t.Errorf("trial %d: the table reads differently after vacuum (%v)", trial, err)
@@ -653,7 +478,7 @@ func TestCrashTrialsServer(t *testing.T) {
 		r.next++
 
 		if py != "" && (trial == trials || trial%50 == 0) {
-			if n := crashPythonCount(t, py, r.dir); n != int64(len(r.acked)*crashRows) {
+			if n := testkit.PythonRowCount(t, py, r.dir); n != int64(len(r.acked)*crashRows) {
 				r.tally.unreadable++
 				t.Errorf("trial %d: timeseries-table-format counts %d rows, Go %d", trial, n, len(r.acked)*crashRows)
 			}
@@ -663,16 +488,4 @@ func TestCrashTrialsServer(t *testing.T) {
 			t.Fatalf("trial %d failed; replay with TSFLIGHT_CRASH_SEED=%d\n%s", trial, seed, r.tally.line(seed))
 		}
 	}
-}
-
-func mapsEqualInt(a, b map[int64]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -26,10 +27,7 @@ Example:
   tsflight load cpu cpu-2016-01-01.parquet`,
 }
 
-func init() {
-	createCmd.Run = runCreate
-	register(createCmd)
-}
+func init() { register(createCmd, runCreate) }
 
 func runCreate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(createCmd)
@@ -68,18 +66,11 @@ func runCreate(ctx context.Context, e *env, args []string) error {
 	if timezone != "" {
 		req["timezone"] = timezone
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res struct {
-			Version int64 `json:"version"`
-		}
-		raw, err := c.action(ctx, "create-table", req, &res)
-		if err != nil {
-			return err
-		}
-		if format.value == "json" {
-			return writeRawJSON(e.stdout, raw)
-		}
-		_, err = fmt.Fprintf(e.stdout, "created table %s (version %d)\n", table, res.Version)
+	type answer struct {
+		Version int64 `json:"version"`
+	}
+	return tableOrJSONAction(ctx, e, server, format, "create-table", req, func(w io.Writer, res answer) error {
+		_, err := fmt.Fprintf(w, "created table %s (version %d)\n", table, res.Version)
 		return err
 	})
 }

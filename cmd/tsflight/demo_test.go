@@ -300,13 +300,7 @@ func demoInterrupted(t *testing.T, root string, sig os.Signal) {
 	t.Helper()
 	cmd := exec.Command(binPath, "serve", "--root", root, "--listen", "127.0.0.1:0", "--demo")
 	cmd.Env = cleanEnv()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	stderr, done := startCollecting(t, cmd)
 	// The table's log, wherever it is written: create and two appends.
 	logs := []string{filepath.Join(root, "cpu", tableformat.LogDir), filepath.Join(root, ".*", "cpu", tableformat.LogDir)}
 	deadline := time.Now().Add(4 * time.Minute)

@@ -24,10 +24,7 @@ Example:
   tsflight describe --format json cpu`,
 }
 
-func init() {
-	describeCmd.Run = runDescribe
-	register(describeCmd)
-}
+func init() { register(describeCmd, runDescribe) }
 
 // tableDescription is the describe-table answer.
 type tableDescription struct {
@@ -66,22 +63,8 @@ func runDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var d tableDescription
-		raw, err := c.action(ctx, "describe-table", map[string]string{"table": table}, &d)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				return d.columns().writeCSV(w)
-			}
-			return d.print(w)
-		})
-	})
+	return actionCommand(ctx, e, server, out, "describe-table", map[string]any{"table": table},
+		(*tableDescription).columns, func(w io.Writer, d *tableDescription) error { return d.print(w) })
 }
 
 func (d *tableDescription) columns() *grid {

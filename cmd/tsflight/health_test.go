@@ -75,13 +75,8 @@ func TestServeHealth(t *testing.T) {
 	}
 	// A DoPut in flight holds the shutdown open.
 	wctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+write)
-	createTable(t, wctx, fl, "t")
-	p := openPut(t, wctx, fl, "t")
-	if err := p.write(batch(0, 10)); err != nil {
-		t.Fatal(err)
-	}
-	srv.waitLog("DoPut started", 10*time.Second)
-	srv.signal(syscall.SIGTERM)
+	p := newPut(t, wctx, fl, "t", 10)
+	srv.sigtermDuringPut()
 	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("Watch after SIGTERM: %v, %v; want NOT_SERVING", resp.GetStatus(), err)
 	}

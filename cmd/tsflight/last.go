@@ -29,10 +29,7 @@ Example:
   tsflight last --entity hostname=host_7 --columns time,usage_user cpu`,
 }
 
-func init() {
-	lastCmd.Run = runLast
-	register(lastCmd)
-}
+func init() { register(lastCmd, runLast) }
 
 func runLast(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(lastCmd)

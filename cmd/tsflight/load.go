@@ -72,10 +72,7 @@ Example:
   loaded 2 files into cpu: 1728000 rows, 131.6 MiB in 5.1 s`,
 }
 
-func init() {
-	loadCmd.Run = runLoad // set here: runLoad refers to loadCmd
-	register(loadCmd)
-}
+func init() { register(loadCmd, runLoad) }
 
 const (
 	// loadDefaultBatchRows is the rows per record batch sent.

@@ -316,13 +316,7 @@ func TestLoadInterrupt(t *testing.T) {
 	rows, _ := f.writeTSBS(path, 100, 500, 24<<20)
 	cmd := exec.Command(binPath, "load", "--server", "grpc://"+f.p.addr, "--progress", "always", "--batch-rows", "500", "tsbs", path)
 	cmd.Env = cleanEnv(loadTestEnv...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	stderr, done := startCollecting(t, cmd)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(stderr.String(), " rows, ") {
 		if time.Now().After(deadline) {

@@ -155,17 +155,7 @@ func (f *loadFixture) writeParquet(name string, schema *arrow.Schema, first, n, 
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for off := 0; off < n; off += groupRows {
-		rec := loadRows(f.mem, schema, first+off, min(groupRows, n-off))
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		f.t.Fatal(err)
-	}
+	f.writeRows(w, schema, first, n, groupRows)
 	return path
 }
 
@@ -179,27 +169,13 @@ func (f *loadFixture) writeIPC(name string, stream bool, schema *arrow.Schema, f
 		f.t.Fatal(err)
 	}
 	defer out.Close()
-	type writer interface {
-		Write(arrow.RecordBatch) error
-		Close() error
-	}
-	var w writer
+	var w batchWriter
 	if stream {
 		w = ipc.NewWriter(out, ipc.WithSchema(schema), ipc.WithAllocator(f.mem))
 	} else if w, err = ipc.NewFileWriter(out, ipc.WithSchema(schema), ipc.WithAllocator(f.mem)); err != nil {
 		f.t.Fatal(err)
 	}
-	for off := 0; off < n; off += batchRows {
-		rec := loadRows(f.mem, schema, first+off, min(batchRows, n-off))
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		f.t.Fatal(err)
-	}
+	f.writeRows(w, schema, first, n, batchRows)
 	return path
 }
 
@@ -246,4 +222,27 @@ func summaries(t *testing.T, stderr string) map[string][2]int64 {
 		out[filepath.Base(m[1])] = [2]int64{rows, v}
 	}
 	return out
+}
+
+// batchWriter is a Parquet or Arrow IPC writer.
+type batchWriter interface {
+	Write(arrow.RecordBatch) error
+	Close() error
+}
+
+// writeRows writes rows [first, first+n) of schema to w in batches of per
+// rows, and closes w.
+func (f *loadFixture) writeRows(w batchWriter, schema *arrow.Schema, first, n, per int) {
+	f.t.Helper()
+	for off := 0; off < n; off += per {
+		rec := loadRows(f.mem, schema, first+off, min(per, n-off))
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.t.Fatal(err)
+	}
 }

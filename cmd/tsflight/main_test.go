@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -58,22 +59,7 @@ func TestMain(m *testing.M) {
 // ---- the server process ----
 
 // syncBuffer collects a process's stderr while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.LockedBuffer
 
 type serverProc struct {
 	t      *testing.T
@@ -308,13 +294,55 @@ type putStream struct {
 	w      *flight.Writer
 }
 
+// startCollecting starts cmd with its standard error collected, and
+// returns that and a channel that gets cmd's exit.
+func startCollecting(t *testing.T, cmd *exec.Cmd) (*syncBuffer, chan error) {
+	t.Helper()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return stderr, done
+}
+
+// newPut creates table through c and opens a DoPut of it that has sent
+// the first rows rows (batch(0, rows)).
+func newPut(t *testing.T, ctx context.Context, c flight.Client, table string, rows int) *putStream {
+	t.Helper()
+	createTable(t, ctx, c, table)
+	p := openPut(t, ctx, c, table)
+	if err := p.write(batch(0, rows)); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sigtermDuringPut waits until the server logs that a DoPut started, then
+// sends it SIGTERM.
+func (p *serverProc) sigtermDuringPut() {
+	p.t.Helper()
+	p.waitLog("DoPut started", 10*time.Second)
+	p.signal(syscall.SIGTERM)
+}
+
+// openPut opens a DoPut of table with the schema testSchema.
 func openPut(t *testing.T, ctx context.Context, c flight.Client, table string) *putStream {
+	t.Helper()
+	return openPutOf(t, ctx, c, table, testSchema, memory.DefaultAllocator)
+}
+
+// openPutOf opens a DoPut of table with schema, its batches written with
+// mem.
+func openPutOf(t *testing.T, ctx context.Context, c flight.Client, table string, schema *arrow.Schema, mem memory.Allocator) *putStream {
 	t.Helper()
 	stream, err := c.DoPut(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(testSchema))
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{table}})
 	return &putStream{stream: stream, w: w}
 }

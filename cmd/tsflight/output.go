@@ -325,6 +325,28 @@ type grid struct {
 	rows   [][]string
 }
 
+// printCapped writes a blank line, then g with at most maxRows rows (all
+// when maxRows is 0) and, when rows were left out, a line that says how
+// many.
+func printCapped(w io.Writer, g *grid, maxRows int) error {
+	more := 0
+	if maxRows > 0 && len(g.rows) > maxRows {
+		more, g.rows = len(g.rows)-maxRows, g.rows[:maxRows]
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	if err := g.print(w); err != nil {
+		return err
+	}
+	if more > 0 {
+		if _, err := fmt.Fprintf(w, "… %d more (--max-rows 0 shows all)\n", more); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // print writes g with aligned columns and a rule under the header.
 func (g *grid) print(w io.Writer) error {
 	width := make([]int, len(g.header))

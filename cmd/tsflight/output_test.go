@@ -72,13 +72,30 @@ func TestValueStringTimestamps(t *testing.T) {
 	}
 }
 
+// rendered is a value and how valueString and jsonValue write it.
+type rendered[T any] struct {
+	v          T
+	str, jsonv string
+}
+
+// checkRendered checks valueString and jsonValue of the first len(cases)
+// values of a (of type kind) against cases.
+func checkRendered[T any](t *testing.T, kind string, a arrow.Array, cases []rendered[T]) {
+	t.Helper()
+	for i, c := range cases {
+		if got := valueString(a, i); got != c.str {
+			t.Errorf("valueString(%s %v) = %q, want %q", kind, c.v, got, c.str)
+		}
+		if got, err := json.Marshal(jsonValue(a, i)); err != nil || string(got) != c.jsonv {
+			t.Errorf("jsonValue(%s %v) = %s, %v; want %s", kind, c.v, got, err, c.jsonv)
+		}
+	}
+}
+
 func TestValueStringFloats(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	f64 := []struct {
-		v          float64
-		str, jsonv string
-	}{
+	f64 := []rendered[float64]{
 		{0.1, "0.1", "0.1"},
 		{math.Nextafter(0.3, 1), "0.30000000000000004", "0.30000000000000004"}, // 0.1 + 0.2
 		{2.5, "2.5", "2.5"},
@@ -100,23 +117,13 @@ func TestValueStringFloats(t *testing.T) {
 	a := b.NewArray()
 	b.Release()
 	defer a.Release()
-	for i, c := range f64 {
-		if got := valueString(a, i); got != c.str {
-			t.Errorf("valueString(float64 %v) = %q, want %q", c.v, got, c.str)
-		}
-		if got, err := json.Marshal(jsonValue(a, i)); err != nil || string(got) != c.jsonv {
-			t.Errorf("jsonValue(float64 %v) = %s, %v; want %s", c.v, got, err, c.jsonv)
-		}
-	}
+	checkRendered(t, "float64", a, f64)
 	if got, j := valueString(a, len(f64)), jsonValue(a, len(f64)); got != "" || j != nil {
 		t.Errorf("null float64: valueString %q, jsonValue %v", got, j)
 	}
 
 	// float32 in its own shortest form: 0.1, not 0.10000000149011612.
-	f32 := []struct {
-		v          float32
-		str, jsonv string
-	}{
+	f32 := []rendered[float32]{
 		{0.1, "0.1", "0.1"},
 		{2.5, "2.5", "2.5"},
 		{float32(math.NaN()), "NaN", `"NaN"`},
@@ -129,14 +136,7 @@ func TestValueStringFloats(t *testing.T) {
 	a32 := b32.NewArray()
 	b32.Release()
 	defer a32.Release()
-	for i, c := range f32 {
-		if got := valueString(a32, i); got != c.str {
-			t.Errorf("valueString(float32 %v) = %q, want %q", c.v, got, c.str)
-		}
-		if got, err := json.Marshal(jsonValue(a32, i)); err != nil || string(got) != c.jsonv {
-			t.Errorf("jsonValue(float32 %v) = %s, %v; want %s", c.v, got, err, c.jsonv)
-		}
-	}
+	checkRendered(t, "float32", a32, f32)
 }
 
 func TestValueStringOthers(t *testing.T) {

@@ -36,29 +36,15 @@ Example:
   tsflight set-properties cpu owner=ops tsflight.keep-snapshots=`,
 }
 
-func init() {
-	setPropertiesCmd.Run = runSetProperties
-	register(setPropertiesCmd)
-}
+func init() { register(setPropertiesCmd, runSetProperties) }
 
 func runSetProperties(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(setPropertiesCmd)
-	server := serverFlag(fs)
-	format := newChoice("table", "table", "json")
-	fs.Var(format, "format", "output `format`: table or json")
-	rest, err := fs.parse(e, args)
+	server, format, table, specs, err := parseTableItems(setPropertiesCmd, e, args, "the properties to set (NAME=VALUE …; NAME= removes one)")
 	if err != nil {
 		return err
 	}
-	if len(rest) == 0 {
-		return usagef("missing the table name")
-	}
-	if len(rest) == 1 {
-		return usagef("missing the properties to set (NAME=VALUE …; NAME= removes one)")
-	}
-	table := rest[0]
 	props := map[string]string{}
-	for _, spec := range rest[1:] {
+	for _, spec := range specs {
 		name, value, ok := strings.Cut(spec, "=")
 		if !ok || name == "" {
 			return usagef("property %q is not NAME=VALUE (e.g. tsflight.keep-snapshots=168h; NAME= removes it)", spec)
@@ -68,17 +54,8 @@ func runSetProperties(ctx context.Context, e *env, args []string) error {
 		}
 		props[name] = value
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res flightserver.SetPropertiesResult
-		raw, err := c.action(ctx, flightserver.ActionSetProperties, map[string]any{"table": table, "properties": props}, &res)
-		if err != nil {
-			return err
-		}
-		if format.value == "json" {
-			return writeRawJSON(e.stdout, raw)
-		}
-		return printProperties(e.stdout, res)
-	})
+	return tableOrJSONAction(ctx, e, server, format, flightserver.ActionSetProperties,
+		map[string]any{"table": table, "properties": props}, printProperties)
 }
 
 func printProperties(w io.Writer, res flightserver.SetPropertiesResult) error {

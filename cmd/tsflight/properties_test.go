@@ -96,14 +96,7 @@ func TestSetPropertiesCommand(t *testing.T) {
 	if d := f.describe(t, cliTable); d["version"] != float64(6) {
 		t.Fatalf("refused commands committed: version %v", d["version"])
 	}
-	stdout, stderr, code := runCLI(t, nil, "set-properties", "--help")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage:\n  "+setPropertiesCmd.Usage+"\n") || !strings.Contains(stdout, "tsflight.keep-snapshots") {
-		t.Fatalf("set-properties --help: %d %q\n%s", code, stderr, stdout)
-	}
-	stdout, _, _ = runCLI(t, nil, "--help")
-	if !strings.Contains(stdout, "\n  set-properties ") {
-		t.Fatalf("tsflight --help does not list set-properties:\n%s", stdout)
-	}
+	checkHelp(t, setPropertiesCmd, "tsflight.keep-snapshots")
 }
 
 func TestVacuumCommandKeepSnapshots(t *testing.T) {

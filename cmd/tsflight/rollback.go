@@ -40,10 +40,7 @@ Example:
   tsflight rollback cpu 41`,
 }
 
-func init() {
-	rollbackCmd.Run = runRollback
-	register(rollbackCmd)
-}
+func init() { register(rollbackCmd, runRollback) }
 
 func runRollback(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(rollbackCmd)

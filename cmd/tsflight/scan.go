@@ -27,10 +27,7 @@ Example:
   tsflight scan --columns time,hostname,usage_user --format parquet --output cpu.parquet cpu`,
 }
 
-func init() {
-	scanCmd.Run = runScan
-	register(scanCmd)
-}
+func init() { register(scanCmd, runScan) }
 
 func runScan(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(scanCmd)

@@ -136,10 +136,7 @@ Example:
   tsflight serve --root ./data --listen 0.0.0.0:8815 --auth-tokens tokens --tls-cert server.pem --tls-key server.key`,
 }
 
-func init() {
-	serveCmd.Run = runServe // set here: runServe refers to serveCmd
-	register(serveCmd)
-}
+func init() { register(serveCmd, runServe) }
 
 type serveConfig struct {
 	root            string

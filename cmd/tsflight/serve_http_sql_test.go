@@ -3,13 +3,7 @@
 package main
 
 import (
-	"context"
 	"testing"
-	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestServeHTTPSQLMetrics: serve registers the Flight SQL collectors with
@@ -18,21 +12,7 @@ import (
 func TestServeHTTPSQLMetrics(t *testing.T) {
 	p := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
 	url := p.opsURL()
-	c, err := flightsql.NewClient(p.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	info, err := c.Execute(ctx, "SELECT * FROM range(5)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := sqlDoGet(t, p.addr, "SELECT * FROM range(5)")
 	rows := int64(0)
 	for rdr.Next() {
 		rows += rdr.RecordBatch().NumRows()

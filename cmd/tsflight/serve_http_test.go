@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,11 +138,7 @@ func TestServeHTTPEndpoints(t *testing.T) {
 
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
-	createTable(t, ctx, c, "metrics")
-	p := openPut(t, ctx, c, "metrics")
-	if err := p.write(batch(0, 100)); err != nil {
-		t.Fatal(err)
-	}
+	p := newPut(t, ctx, c, "metrics", 100)
 	if _, err := p.finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +203,7 @@ func TestServeHTTPEndpoints(t *testing.T) {
 	if err := p.write(batch(100, 10)); err != nil {
 		t.Fatal(err)
 	}
-	srv.waitLog("DoPut started", 10*time.Second)
-	srv.signal(syscall.SIGTERM)
+	srv.sigtermDuringPut()
 	srv.waitLog("shutting down", 10*time.Second)
 	if code, body := httpGet(t, nil, url+"/healthz"); code != 503 || body != "shutting down\n" {
 		t.Errorf("/healthz during the shutdown: %d %q, want 503", code, body)

@@ -30,11 +30,7 @@ func TestServeRoundTrip(t *testing.T) {
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
 
-	createTable(t, ctx, c, "metrics")
-	p := openPut(t, ctx, c, "metrics")
-	if err := p.write(batch(0, 100)); err != nil {
-		t.Fatal(err)
-	}
+	p := newPut(t, ctx, c, "metrics", 100)
 	if err := p.write(batch(100, 50)); err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +68,8 @@ func TestServeShutdownLetsCallsFinish(t *testing.T) {
 	srv := startServer(t, nil, "--root", root, "--listen", "127.0.0.1:0", "--log-level", "trace", "--shutdown-timeout", "30s")
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
-	createTable(t, ctx, c, "t")
-
-	p := openPut(t, ctx, c, "t")
-	if err := p.write(batch(0, 10)); err != nil {
-		t.Fatal(err)
-	}
-	srv.waitLog("DoPut started", 10*time.Second)
-	srv.signal(syscall.SIGTERM)
+	p := newPut(t, ctx, c, "t", 10)
+	srv.sigtermDuringPut()
 	srv.waitLog("shutting down", 10*time.Second)
 	if err := p.write(batch(10, 10)); err != nil {
 		t.Fatal(err)
@@ -113,14 +103,8 @@ func TestServeHardStopCancelsPut(t *testing.T) {
 			srv := startServer(t, nil, "--root", root, "--listen", "127.0.0.1:0", "--log-level", "trace", "--shutdown-timeout", tc.timeout)
 			ctx := testCtx(t)
 			c := dial(t, srv.addr)
-			createTable(t, ctx, c, "t")
-
-			p := openPut(t, ctx, c, "t")
-			if err := p.write(batch(0, 1000)); err != nil {
-				t.Fatal(err)
-			}
-			srv.waitLog("DoPut started", 10*time.Second)
-			srv.signal(syscall.SIGTERM)
+			p := newPut(t, ctx, c, "t", 1000)
+			srv.sigtermDuringPut()
 			if tc.second {
 				srv.waitLog("shutting down", 10*time.Second)
 				srv.signal(syscall.SIGINT)
@@ -222,13 +206,8 @@ func TestServeMaxRecvMsgSize(t *testing.T) {
 	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--max-recv-msg-size", "1MiB")
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
-	createTable(t, ctx, c, "t")
-
 	// 65536 rows of two 8-byte columns: a body of exactly 1 MiB.
-	p := openPut(t, ctx, c, "t")
-	if err := p.write(batch(0, 1<<16)); err != nil {
-		t.Fatal(err)
-	}
+	p := newPut(t, ctx, c, "t", 1<<16)
 	if _, err := p.finish(); err != nil {
 		t.Fatalf("a 1 MiB batch with --max-recv-msg-size 1MiB: %v", err)
 	}
@@ -252,12 +231,7 @@ func TestServeCallLimits(t *testing.T) {
 	srv := startServer(t, nil, "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--max-calls", "1", "--request-timeout", "5s", "--log-level", "trace")
 	ctx := testCtx(t)
 	c := dial(t, srv.addr)
-	createTable(t, ctx, c, "t")
-
-	p := openPut(t, ctx, c, "t")
-	if err := p.write(batch(0, 100)); err != nil {
-		t.Fatal(err)
-	}
+	p := newPut(t, ctx, c, "t", 100)
 	// The put is (soon) the one call the server runs: under -race on a
 	// loaded machine its headers can take a while to arrive, so wait for
 	// the server to log it (the call log runs just before the count).

@@ -24,10 +24,7 @@ Example:
   tsflight sql --format csv --output top.csv "SELECT * FROM ts_gaps('cpu', '2016-01-01', '2016-01-02')"`,
 }
 
-func init() {
-	sqlCmd.Run = runSQL
-	register(sqlCmd)
-}
+func init() { register(sqlCmd, runSQL) }
 
 func runSQL(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(sqlCmd)

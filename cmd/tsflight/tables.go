@@ -159,10 +159,7 @@ Example:
   tsflight tables --format json --server grpc://db1:8815`,
 }
 
-func init() {
-	tablesCmd.Run = runTables
-	register(tablesCmd)
-}
+func init() { register(tablesCmd, runTables) }
 
 // tableRow is one table of the tables command. Rows, Bytes and Columns
 // are nil for a table the server cannot read; State, Code and Error are set

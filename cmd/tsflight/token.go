@@ -50,10 +50,7 @@ Example:
   tsflight token revoke --file /etc/tsflight/tokens grafana`,
 }
 
-func init() {
-	tokenCmd.Run = runToken
-	register(tokenCmd)
-}
+func init() { register(tokenCmd, runToken) }
 
 func runToken(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

@@ -38,29 +38,13 @@ Example:
   tsflight upgrade prices`,
 }
 
-func init() {
-	upgradeCmd.Run = runUpgrade
-	register(upgradeCmd)
-}
+func init() { register(upgradeCmd, runUpgrade) }
 
 func runUpgrade(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(upgradeCmd)
-	server := serverFlag(fs)
-	var dryRun bool
-	fs.BoolVar(&dryRun, "dry-run", false, "only list the steps; change nothing")
-	out := addOutputFlags(fs, formatTable, formatCSV, formatJSON)
-	table, err := parseTable(fs, e, args, out)
-	if err != nil {
-		return err
-	}
-	req := map[string]any{"table": table}
-	if dryRun {
-		req["dry_run"] = true
-	}
-	return actionCommand(ctx, e, server, out, flightserver.ActionUpgrade, req, upgradeGrid, printUpgrade)
+	return runDryRunAction(ctx, e, args, upgradeCmd, flightserver.ActionUpgrade, "only list the steps; change nothing", upgradeGrid,
+		func(w io.Writer, res flightserver.UpgradeResult, _ int) error { return printUpgrade(w, res) })
 }
 
-// upgradeGrid has one row per step.
 func upgradeGrid(res flightserver.UpgradeResult) *grid {
 	g := &grid{header: []string{"step", "state", "detail"}}
 	for _, s := range res.Steps {

@@ -4,10 +4,8 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,31 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsflight/tsflight/internal/testkit"
+
 	"github.com/tsflight/tsflight/tableformat"
 )
-
-// treeSums is the SHA-256 of every file under root, by relative path.
-func treeSums(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		rel, _ := filepath.Rel(root, p)
-		out[rel] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func TestUpgradeCommand(t *testing.T) {
 	f := newCLIServer(t)
@@ -60,7 +37,7 @@ func TestUpgradeCommand(t *testing.T) {
 	}
 	f.fail(t, exitFail, []string{"format-6", "tsflight upgrade TABLE"}, "compact", "old")
 
-	before := treeSums(t, f.root)
+	before := testkit.TreeSums(t, f.root)
 	out := f.ok(t, "upgrade", "--dry-run", "old")
 	lines := cliLines(t, out)
 	if len(lines) < 6 || lines[0] != "table  old (version 5)" || !strings.HasPrefix(lines[4], "convert-log  planned  convert 5 format-6 commits to protocol 7") ||
@@ -72,7 +49,7 @@ func TestUpgradeCommand(t *testing.T) {
 		!strings.HasPrefix(csv[3], "last-values,planned,write the last-value index") {
 		t.Fatalf("csv dry run:\n%s", strings.Join(csv, "\n"))
 	}
-	if after := treeSums(t, f.root); !mapsEqual(after, before) {
+	if after := testkit.TreeSums(t, f.root); !maps.Equal(after, before) {
 		t.Fatalf("the dry run changed files:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -91,7 +68,7 @@ func TestUpgradeCommand(t *testing.T) {
 		if strings.HasPrefix(p, filepath.Join("old", "_timeseries_log")+"/") {
 			continue
 		}
-		if after := treeSums(t, f.root); after[p] != sum {
+		if after := testkit.TreeSums(t, f.root); after[p] != sum {
 			t.Errorf("%s changed by the upgrade", p)
 		}
 	}
@@ -118,16 +95,4 @@ func TestUpgradeCommand(t *testing.T) {
 	f.fail(t, exitUsage, []string{"missing the table name"}, "upgrade")
 	f.fail(t, exitUsage, []string{"--dry-run"}, "upgrade", "--dry-run=maybe", "old")
 	f.fail(t, exitFail, []string{`"nope"`, "not found"}, "upgrade", "nope")
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -46,10 +46,7 @@ Example:
   tsflight vacuum --keep-snapshots 24h --apply cpu`,
 }
 
-func init() {
-	vacuumCmd.Run = runVacuum
-	register(vacuumCmd)
-}
+func init() { register(vacuumCmd, runVacuum) }
 
 // olderThan turns --older-than into the request's cutoff: an RFC 3339
 // time as "older_than", or a duration as "retention", which the server
@@ -102,22 +99,9 @@ func runVacuum(ctx context.Context, e *env, args []string) error {
 	if apply {
 		req["apply"] = true
 	}
-	return withClient(ctx, server, func(ctx context.Context, c *client) error {
-		var res flightserver.VacuumResult
-		raw, err := c.action(ctx, flightserver.ActionVacuum, req, &res)
-		if err != nil {
-			return err
-		}
-		return out.emit(e, func(w io.Writer) error {
-			switch out.format.value {
-			case formatJSON:
-				return writeRawJSON(w, raw)
-			case formatCSV:
-				return vacuumGrid(res, true).writeCSV(w)
-			}
-			return printVacuum(w, res, out.maxRows)
-		})
-	})
+	return actionCommand(ctx, e, server, out, flightserver.ActionVacuum, req,
+		func(res flightserver.VacuumResult) *grid { return vacuumGrid(res, true) },
+		func(w io.Writer, res flightserver.VacuumResult) error { return printVacuum(w, res, out.maxRows) })
 }
 
 // vacuumGrid has one row per artifact (all, or those no commit
@@ -144,24 +128,12 @@ func printVacuum(w io.Writer, res flightserver.VacuumResult, maxRows int) error 
 		return err
 	}
 	if g := vacuumGrid(res, false); len(g.rows) > 0 {
-		more := 0
-		if maxRows > 0 && len(g.rows) > maxRows {
-			more, g.rows = len(g.rows)-maxRows, g.rows[:maxRows]
-		}
 		for _, r := range g.rows {
 			n, _ := strconv.ParseInt(r[2], 10, 64)
 			r[2] = humanBytes(n)
 		}
-		if _, err := io.WriteString(w, "\n"); err != nil {
+		if err := printCapped(w, g, maxRows); err != nil {
 			return err
-		}
-		if err := g.print(w); err != nil {
-			return err
-		}
-		if more > 0 {
-			if _, err := fmt.Fprintf(w, "… %d more (--max-rows 0 shows all)\n", more); err != nil {
-				return err
-			}
 		}
 	}
 	var summary string

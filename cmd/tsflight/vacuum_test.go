@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // cliPlantStray writes, in table dir, the files an append killed before
@@ -32,15 +33,7 @@ func cliPlantStray(t *testing.T, dir string) []string {
 		"_coverage/table/4-tblcov-0123456789abcdef0123456789abcdef-" + id + ".roar":  []byte("roar"),
 		"_timeseries_log/.0000000004.json.tmp-00112233445566ff":                      []byte(`{"version":4}`),
 	}
-	var out []string
-	for p, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return testkit.WriteFiles(t, dir, files)
 }
 
 func TestVacuumCommand(t *testing.T) {
@@ -130,14 +123,7 @@ func TestVacuumCommandErrors(t *testing.T) {
 	f.fail(t, exitUsage, []string{"--format"}, "vacuum", "--format", "parquet", "t")
 	f.fail(t, exitFail, []string{"older_than", "future", "invalid argument"}, "vacuum", "--older-than", future, "t")
 	f.fail(t, exitFail, []string{`"nope"`, "not found"}, "vacuum", "nope")
-	stdout, stderr, code := runCLI(t, nil, "vacuum", "--help")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage:\n  "+vacuumCmd.Usage+"\n") || !strings.Contains(stdout, "--apply") {
-		t.Fatalf("vacuum --help: %d %q\n%s", code, stderr, stdout)
-	}
-	stdout, _, _ = runCLI(t, nil, "--help")
-	if !strings.Contains(stdout, "\n  vacuum ") {
-		t.Fatalf("tsflight --help does not list vacuum:\n%s", stdout)
-	}
+	checkHelp(t, vacuumCmd, "--apply")
 	// An empty table has nothing to vacuum.
 	if out := f.ok(t, "vacuum", "--older-than", "0s", "--apply", "t"); !strings.Contains(out, "deleted 0 files (0 B)") {
 		t.Fatalf("empty table:\n%s", out)

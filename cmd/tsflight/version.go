@@ -25,10 +25,7 @@ Example:
   tsflight v0.1.0 (commit 1a2b3c4d5e6f, go1.26.8, linux/amd64)`,
 }
 
-func init() {
-	versionCmd.Run = runVersion // set here: runVersion refers to versionCmd
-	register(versionCmd)
-}
+func init() { register(versionCmd, runVersion) }
 
 func runVersion(_ context.Context, e *env, args []string) error {
 	fs := newFlagSet(versionCmd)
