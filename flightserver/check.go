@@ -30,7 +30,7 @@ func decodeCheckRequest(body []byte) (checkRequest, error) {
 	if len(body) == 0 {
 		return req, nil
 	}
-	err := decodeStrict(ActionCheck, body, &req)
+	err := decodeJSON(ActionCheck, body, &req)
 	return req, err
 }
 
@@ -76,7 +76,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	if req.Table != "" && len(req.Tables) > 0 {
-		return nil, invalid(`check: give "table" or "tables", not both`)
+		return nil, invalidf(`check: give "table" or "tables", not both`)
 	}
 	names := req.Tables
 	if req.Table != "" {
@@ -94,7 +94,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 		if seen[n] {
-			return nil, invalid("check: table %s is named twice", catalog.QuoteName(n))
+			return nil, invalidf("check: table %s is named twice", catalog.QuoteName(n))
 		}
 		seen[n] = true
 		if !s.cat.HoldsLog(n) {

@@ -29,7 +29,7 @@ type CompactResult struct {
 
 func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	var req compactRequest
-	if err := decodeStrict(ActionCompact, body, &req); err != nil {
+	if err := decodeJSON(ActionCompact, body, &req); err != nil {
 		return nil, err
 	}
 	tb, err := s.Table(ctx, req.Table)

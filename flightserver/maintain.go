@@ -496,7 +496,7 @@ type MaintenanceResult struct {
 
 func decodeMaintenanceRequest(body []byte) (*maintenanceRequest, error) {
 	var req maintenanceRequest
-	if err := decodeStrict(ActionMaintenance, body, &req); err != nil {
+	if err := decodeJSON(ActionMaintenance, body, &req); err != nil {
 		return nil, err
 	}
 	if req.Table != "" {

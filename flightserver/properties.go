@@ -34,11 +34,11 @@ type SetPropertiesResult struct {
 
 func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 	var req setPropertiesRequest
-	if err := decodeStrict(ActionSetProperties, body, &req); err != nil {
+	if err := decodeJSON(ActionSetProperties, body, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Properties) == 0 {
-		return nil, invalid(`set-properties: properties is empty: give {"name": "value", ...} (an empty value removes the property)`)
+		return nil, invalidf(`set-properties: properties is empty: give {"name": "value", ...} (an empty value removes the property)`)
 	}
 	// The rules of a write, before the table is looked up.
 	if _, err := tableformat.NewSetTableProperties(req.Properties); err != nil {

@@ -34,7 +34,7 @@ type UpgradeResult struct {
 
 func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	var req upgradeRequest
-	if err := decodeStrict(ActionUpgrade, body, &req); err != nil {
+	if err := decodeJSON(ActionUpgrade, body, &req); err != nil {
 		return nil, err
 	}
 	tb, err := s.Table(ctx, req.Table)

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // sqlStatus is sqlStatusIn for the server's root.
@@ -35,11 +37,18 @@ func (s *Server) sqlStatus(err error) error { return sqlStatusIn(s.svc.Root(), e
 // its segments. (Each Server passes its own: servers over different roots
 // in one process neither scrub nor claim each other's paths.)
 //
-// An error that already carries a gRPC status keeps it; table errors go
-// through flightserver.Status.
+// An error that already carries a gRPC status keeps it; errors with a
+// category (a reqerr.Error, the table's) go through flightserver.Status.
 func sqlStatusIn(root string, err error) error {
 	if err == nil {
 		return nil
+	}
+	// A refusal with a category (reqerr.Errorf) keeps its own message:
+	// flightserver.Status maps it, then the root is scrubbed as from any
+	// status.
+	var re *reqerr.Error
+	if errors.As(err, &re) {
+		err = flightserver.Status(err)
 	}
 	if st, ok := status.FromError(err); ok {
 		if msg := scrubRoot(st.Message(), root); msg != st.Message() {
@@ -129,4 +138,10 @@ func segmentOf(msg, root string) (table, seg string, ok bool) {
 		return table, seg, true
 	}
 	return "", "", false
+}
+
+// invalidf is a refusal of category tableformat.ErrInvalidInput
+// (InvalidArgument) naming what is wrong.
+func invalidf(format string, args ...any) error {
+	return reqerr.Errorf(tableformat.ErrInvalidInput, format, args...)
 }

@@ -94,7 +94,7 @@ const maxPattern = 1024
 func checkPatterns(patterns ...*string) error {
 	for _, p := range patterns {
 		if p != nil && len(*p) > maxPattern {
-			return status.Errorf(codes.InvalidArgument, "a filter pattern of %d bytes: at most %d", len(*p), maxPattern)
+			return invalidf("a filter pattern of %d bytes: at most %d", len(*p), maxPattern)
 		}
 	}
 	return nil

@@ -152,7 +152,7 @@ func fillGaps(chunk bindings.DataChunk, typ tableformat.IndexType, batch []table
 			a, ok1 := timestampMicros(g.Start)
 			b, ok2 := timestampMicros(g.End)
 			if !ok1 || !ok2 {
-				return status.Errorf(codes.InvalidArgument, "ts_gaps: the gap %s has a bound SQL cannot hold as a timestamp (years 0 to 9999); narrow the range", g)
+				return invalidf("ts_gaps: the gap %s has a bound SQL cannot hold as a timestamp (years 0 to 9999); narrow the range", g)
 			}
 			starts[i], ends[i] = a, b
 		}

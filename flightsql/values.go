@@ -137,7 +137,7 @@ func decodeArgs(ws []wireValue) ([]any, error) {
 			err = fmt.Errorf("unknown type %q", w[0])
 		}
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "the ticket's parameter %d is malformed: %v", i+1, err)
+			return nil, invalidf("the ticket's parameter %d is malformed: %v", i+1, err)
 		}
 	}
 	return out, nil
