@@ -101,7 +101,7 @@ func (s *Service) runAction(ctx context.Context, name string, body []byte) (any,
 		}
 		tb, err := s.cat.Create(ctx, a.Table, co)
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		s.log.Info("table created", "table", a.Table, "by", guard.CallerName(ctx))
 		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil
@@ -205,7 +205,7 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 	kind.Timezone = a.Timezone
 	spec := tableformat.IndexSpec{Column: a.IndexColumn, EntityColumns: a.EntityColumns, Kind: kind}
 	if err := spec.Validate(); err != nil {
-		return tableformat.CreateOptions{}, Status(err)
+		return tableformat.CreateOptions{}, err
 	}
 	return tableformat.CreateOptions{Index: spec}, nil
 }

@@ -51,10 +51,10 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 			return TableVersion{Table: req.Table, Version: v}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
-			return nil, Status(err)
+			return nil, err
 		}
 		if _, err := tb.Refresh(ctx); err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 	}
 }

@@ -59,7 +59,7 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	if name == ActionCoverage {
 		rep, err := tb.Coverage(ctx, st, q)
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		a := NewCoverageAnswer(req.Table, st.Version, q, rep)
 		a.Entity = req.Entity
@@ -81,7 +81,7 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	}
 	rep, err := tb.Gaps(ctx, st, q)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	a := newGapsAnswer(req.Table, st.Version, q, rep)
 	a.Entity = req.Entity

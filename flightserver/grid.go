@@ -83,7 +83,7 @@ func (s *Service) coverageGrid(ctx context.Context, body []byte) (any, error) {
 	}
 	g, err := tb.CoverageGrid(ctx, st, q)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	return newGridAnswer(req.Table, st.Version, g), nil
 }

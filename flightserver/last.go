@@ -82,12 +82,12 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 	}
 	rec, err := tb.LastValues(ctx, st, opts)
 	if err != nil {
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	defer rec.Release()
 	out, err := ipcStream(rec, s.alloc)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	// gRPC would refuse a larger message with a status of its own, sent
 	// before the handler could say what to do about it.

@@ -228,13 +228,13 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 	}
 	tb, err = s.Table(ctx, name)
 	if err == nil && exclusive {
-		return nil, false, Status(&catalog.TableError{Name: name, Err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)})
+		return nil, false, &catalog.TableError{Name: name, Err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)}
 	}
 	if err == nil || !isNotFound(err) {
 		return tb, false, err
 	}
 	if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
-		return nil, false, Status(err)
+		return nil, false, err
 	}
 	if first != nil {
 		if err := s.rehearse(ctx, co, first); err != nil {
@@ -242,7 +242,6 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 		}
 	}
 	tb, err = s.cat.Create(ctx, name, co)
-	err = Status(err)
 	if isAlreadyExists(err) && !exclusive { // created concurrently: use it
 		tb, err = s.Table(ctx, name)
 		return tb, false, err
@@ -252,11 +251,11 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 
 // rehearse creates a table as co in memory and checks appending rec to
 // it (CheckOnly: every check of an append, no Parquet encoded), returning
-// the append's error as a status.
+// the append's error (DoPut maps it).
 func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, rec arrow.RecordBatch) error {
 	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.cat.Options())
 	if err != nil {
-		return Status(err)
+		return err
 	}
 	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
@@ -266,7 +265,7 @@ func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, re
 	opts := s.appendOptions()
 	opts.CheckOnly = true
 	if _, err := tb.Append(ctx, rdr, opts); err != nil {
-		return Status(err)
+		return err
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// A partial Apply comes back with a report too; the error (which
 		// names every failed file) is what the client gets.
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	if rep.Applied {
 		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", guard.CallerName(ctx))

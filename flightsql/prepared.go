@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
@@ -109,11 +110,12 @@ func (p *preparedStore) evictOldest(mine bool, owner, keep string) bool {
 }
 
 // errPreparedBytes refuses a statement that alone would pass its owner's
-// byte share.
+// byte share. The refusal is the store's answer (put, bind) and a status
+// already: the store is used, and tested, as a unit.
 func (p *preparedStore) errPreparedBytes(what string, n int64) error {
 	_, share := p.share()
-	return reqerr.Errorf(reqerr.ErrResourceExhausted, "%s would hold %s in the server, over the prepared-statement budget of %s per caller (a quarter of the server's %s, --sql-prepared-bytes): send a shorter text or bind fewer or smaller parameter rows",
-		what, formatBytes(n), formatBytes(share), formatBytes(p.maxBytes))
+	return flightserver.Status(reqerr.Errorf(reqerr.ErrResourceExhausted, "%s would hold %s in the server, over the prepared-statement budget of %s per caller (a quarter of the server's %s, --sql-prepared-bytes): send a shorter text or bind fewer or smaller parameter rows",
+		what, formatBytes(n), formatBytes(share), formatBytes(p.maxBytes)))
 }
 
 // put stores ps under h. When the store is full (in number or bytes) the
