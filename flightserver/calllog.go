@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 )
 
 // CallLog is the outermost middleware of a server: it counts the calls in
@@ -72,7 +73,7 @@ func (c *CallLog) track(ctx context.Context, method string, caller *guard.Caller
 		defer c.inFlight.Add(-1)
 		if p := recover(); p != nil {
 			c.log.Error("call panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			*err = Status(fmt.Errorf("internal error in %s (see the server log)", method)) // no category: Internal
+			*err = Status(reqerr.Errorf(reqerr.ErrInternal, "internal error in %s (see the server log)", method))
 		}
 		// A handler that stops because its client went away may return the
 		// context's own error, which gRPC would send (and the log would

@@ -34,7 +34,7 @@ import (
 //	reqerr.ErrUnimplemented                          Unimplemented
 //	reqerr.ErrFailedPrecondition                     FailedPrecondition
 //	reqerr.ErrUnavailable                            Unavailable
-//	anything else (a bug)                            Internal
+//	reqerr.ErrInternal, anything else (a bug)        Internal
 //
 // The message is the error's own text (a reqerr.Error's message carries no
 // category prefix). An error that already carries a gRPC status keeps it.

@@ -40,6 +40,7 @@ func TestStatusMapsEveryCategory(t *testing.T) {
 		{reqerr.ErrUnimplemented, codes.Unimplemented},
 		{reqerr.ErrFailedPrecondition, codes.FailedPrecondition},
 		{reqerr.ErrUnavailable, codes.Unavailable},
+		{reqerr.ErrInternal, codes.Internal},
 	} {
 		for _, err := range []error{
 			c.cat,
@@ -93,6 +94,7 @@ func TestReqerrStatusMapsTheGuardsCategories(t *testing.T) {
 		reqerr.ErrUnimplemented:      codes.Unimplemented,
 		reqerr.ErrFailedPrecondition: codes.FailedPrecondition,
 		reqerr.ErrUnavailable:        codes.Unavailable,
+		reqerr.ErrInternal:           codes.Internal,
 		errors.New("a bug"):          codes.Internal,
 	} {
 		err := reqerr.Errorf(cat, "token %s expired", "t1")

@@ -145,3 +145,11 @@ func segmentOf(msg, root string) (table, seg string, ok bool) {
 func invalidf(format string, args ...any) error {
 	return reqerr.Errorf(tableformat.ErrInvalidInput, format, args...)
 }
+
+// internalf is an error of category reqerr.ErrInternal, a bug: the edge
+// gives it INTERNAL and its message. It formats a cause with %v, never
+// wrapping it, so that a context or DuckDB error inside does not choose
+// another code.
+func internalf(format string, args ...any) error {
+	return reqerr.Errorf(reqerr.ErrInternal, format, args...)
+}

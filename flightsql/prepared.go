@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
@@ -462,7 +461,7 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 	}
 	t, err := flightsql.GetStatementQueryTicket(info.Endpoint[0].Ticket)
 	if err != nil {
-		return nil, nil, status.Error(codes.Internal, err.Error())
+		return nil, nil, internalf("%v", err)
 	}
 	return s.DoGetStatement(ctx, t)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
@@ -175,11 +174,11 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 func (s *Server) endpointOf(h *stmtHandle) ([]*flight.FlightEndpoint, error) {
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, internalf("%v", err)
 	}
 	tkt, err := flightsql.CreateStatementQueryTicket(raw)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, internalf("%v", err)
 	}
 	return []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}, nil
 }
@@ -413,7 +412,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 					current.Release()
 				}
 				s.log.Error("result stream panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				sendChunk(parent, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "internal error streaming the result (see the server log)")})
+				sendChunk(parent, ch, flight.StreamChunk{Err: internalf("internal error streaming the result (see the server log)")})
 			}
 		}()
 		if hook := streamTestHook.Load(); hook != nil {
@@ -546,7 +545,7 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		}
 		parts, rows, bytes = parts[:0], 0, 0
 		if err != nil {
-			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
+			send(flight.StreamChunk{Err: internalf("merging result batches: %v", err)})
 			return false
 		}
 		if rec, err = conform(rec, target, s.alloc); err != nil {

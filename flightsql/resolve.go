@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // A statement is analysed with DuckDB's own parser (json_serialize_sql),
@@ -122,7 +119,7 @@ func parseOne(ctx context.Context, s *session, q string) (map[string]any, error)
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
-		return nil, status.Errorf(codes.Internal, "reading DuckDB's parse of the statement: %v", err)
+		return nil, internalf("reading DuckDB's parse of the statement: %v", err)
 	}
 	if isTrue(root["error"]) {
 		msg, _ := root["error_message"].(string)

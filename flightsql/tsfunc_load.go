@@ -11,8 +11,6 @@ import (
 	"unsafe"
 
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
 )
@@ -46,7 +44,7 @@ const stagePrefix = "__tsflight_stage_"
 func (s *Server) stageGaps(ctx context.Context, typ tableformat.IndexType, gaps []tableformat.Span) (string, error) {
 	var nonce [12]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", status.Errorf(codes.Internal, "ts_gaps: naming a staging table: %v", err)
+		return "", internalf("ts_gaps: naming a staging table: %v", err)
 	}
 	name := stagePrefix + hex.EncodeToString(nonce[:])
 	sess, err := s.engine.open(ctx)

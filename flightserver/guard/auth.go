@@ -8,7 +8,6 @@ package guard
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -466,7 +465,7 @@ func (s *principalStream) RecvMsg(m any) error {
 		s.first = nil
 		dst, ok := m.(proto.Message)
 		if !ok {
-			return reqerr.Status(fmt.Errorf("auth: cannot replay the first message into %T", m)) // a bug: Internal
+			return reqerr.Status(reqerr.Errorf(reqerr.ErrInternal, "auth: cannot replay the first message into %T", m))
 		}
 		proto.Reset(dst)
 		proto.Merge(dst, f)

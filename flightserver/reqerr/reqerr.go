@@ -52,6 +52,10 @@ var (
 	// same code.)
 	ErrFailedPrecondition = errors.New("failed precondition")
 
+	// ErrInternal: the server failed (a bug, or a fault it cannot name
+	// better). An error with no category at all maps to the same code.
+	ErrInternal = errors.New("internal error")
+
 	// ErrUnavailable: the server cannot take the call now (it is shutting
 	// down, or not ready); a later call may succeed.
 	ErrUnavailable = errors.New("server unavailable")
@@ -89,7 +93,7 @@ func Errorf(cat error, format string, args ...any) error {
 //	ErrUnimplemented                Unimplemented
 //	ErrFailedPrecondition           FailedPrecondition
 //	ErrUnavailable                  Unavailable
-//	anything else (a bug)           Internal
+//	ErrInternal, anything else      Internal
 //
 // flightserver.Status adds the table's categories in front of these.
 func Code(err error) codes.Code {
