@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
@@ -39,15 +38,7 @@ import (
 // The message is the error's own text (a reqerr.Error's message carries no
 // category prefix). An error that already carries a gRPC status keeps it.
 // (flightsql maps DuckDB's own errors first and hands the rest here.)
-func Status(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	return status.Error(Code(err), err.Error())
-}
+func Status(err error) error { return reqerr.StatusBy(err, Code) }
 
 // Code is the gRPC code Status gives err (which carries no status).
 func Code(err error) codes.Code {

@@ -124,12 +124,18 @@ func Code(err error) codes.Code {
 // (its interceptors answer before any service runs). An error that
 // already carries a gRPC status keeps it; nil stays nil. The services use
 // flightserver.Status, which knows the table's categories too.
-func Status(err error) error {
+func Status(err error) error { return StatusBy(err, Code) }
+
+// StatusBy is the gRPC status of err with the code code gives it and its
+// own text as the message; an error that already carries a status keeps
+// it, and nil stays nil. (flightserver.Status is StatusBy with a code that
+// knows the table's categories.)
+func StatusBy(err error, code func(error) codes.Code) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(Code(err), err.Error())
+	return status.Error(code(err), err.Error())
 }
