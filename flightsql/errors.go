@@ -20,8 +20,9 @@ import (
 // sqlStatus is sqlStatusIn for the server's root.
 func (s *Server) sqlStatus(err error) error { return sqlStatusIn(s.svc.Root(), err) }
 
-// sqlStatusIn maps an error from DuckDB (or from the table layer) to the
-// gRPC status a client sees. It is the one place SQL errors get codes:
+// sqlStatusIn maps an error of a Flight SQL call to the gRPC status a
+// client sees (the router calls it where a call leaves the server). It is
+// the one place DuckDB's own errors get codes:
 //
 //	parser, binder, conversion, invalid input, type errors  InvalidArgument
 //	catalog "does not exist"                                 NotFound
