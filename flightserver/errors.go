@@ -2,7 +2,6 @@ package flightserver
 
 import (
 	"bytes"
-	"context"
 	"errors"
 
 	"google.golang.org/grpc/codes"
@@ -35,18 +34,20 @@ import (
 //	reqerr.ErrUnavailable                            Unavailable
 //	reqerr.ErrInternal, anything else (a bug)        Internal
 //
-// The message is the error's own text (a reqerr.Error's message carries no
+// A context error wins over any other category it is wrapped with. The
+// message is the error's own text (a reqerr.Error's message carries no
 // category prefix). An error that already carries a gRPC status keeps it.
 // (flightsql maps DuckDB's own errors first and hands the rest here.)
 func Status(err error) error { return reqerr.StatusBy(err, Code) }
 
 // Code is the gRPC code Status gives err (which carries no status).
 func Code(err error) codes.Code {
+	// Context errors first (a table error caused by a cancel is the
+	// cancel), then the server's categories: reqerr.Code.
+	if c := reqerr.Code(err); c != codes.Internal {
+		return c
+	}
 	switch {
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
 	case errors.Is(err, tableformat.ErrInvalidInput):
 		return codes.InvalidArgument
 	case errors.Is(err, tableformat.ErrNotFound):
@@ -64,7 +65,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, tableformat.ErrStorage):
 		return codes.Unavailable
 	}
-	return reqerr.Code(err) // the server's categories, or Internal
+	return codes.Internal // reqerr.ErrInternal, or no category: a bug
 }
 
 // invalidf is a request error of category tableformat.ErrInvalidInput

@@ -8,9 +8,9 @@
 // It sits below flightserver/guard, which knows no table, so that the
 // guard, flightserver and flightsql all use the same categories. The
 // table's own categories (tableformat.ErrInvalidInput, ErrNotFound, ...)
-// are mapped by flightserver.Status, which checks them first and hands
-// everything else to [Code]: it is the one function that maps every
-// category, and its doc comment lists them all.
+// are mapped by flightserver.Status, which asks [Code] first and maps the
+// table's categories where Code knows none: it is the one function that
+// maps every category, and its doc comment lists them all.
 package reqerr
 
 import (
@@ -95,7 +95,7 @@ func Errorf(cat error, format string, args ...any) error {
 //	ErrUnavailable                  Unavailable
 //	ErrInternal, anything else      Internal
 //
-// flightserver.Status adds the table's categories in front of these.
+// flightserver.Status adds the table's categories to these.
 func Code(err error) codes.Code {
 	switch {
 	case errors.Is(err, context.Canceled):
