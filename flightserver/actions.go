@@ -80,12 +80,19 @@ func IsAction(name string) bool {
 
 // RunAction runs the named action and returns its JSON-ready result; the
 // last action's result is an Arrow IPC stream ([]byte underneath), which
-// refuses to be encoded as JSON.
+// refuses to be encoded as JSON. It is the edge of every action (DoAction's
+// and Flight SQL's): its error is a gRPC status, mapped by Status here.
 func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any, error) {
+	result, err := s.runAction(ctx, name, body)
+	return result, Status(err)
+}
+
+// runAction is RunAction with the error as the action returned it.
+func (s *Service) runAction(ctx context.Context, name string, body []byte) (any, error) {
 	switch name {
 	case ActionCreateTable:
 		var a TableSpec
-		if err := decodeStrict(name, body, &a); err != nil {
+		if err := decodeJSON(name, body, &a); err != nil {
 			return nil, err
 		}
 		co, err := a.options()
@@ -94,7 +101,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		}
 		tb, err := s.cat.Create(ctx, a.Table, co)
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		s.log.Info("table created", "table", a.Table, "by", guard.CallerName(ctx))
 		return TableVersion{Table: a.Table, Version: tb.State().Version}, nil
@@ -102,7 +109,7 @@ func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any,
 		var a struct {
 			Table string `json:"table"`
 		}
-		if err := decodeStrict(name, body, &a); err != nil {
+		if err := decodeJSON(name, body, &a); err != nil {
 			return nil, err
 		}
 		tb, err := s.Table(ctx, a.Table)
@@ -160,10 +167,10 @@ type TableSpec struct {
 // string still open; a new table gets a zone that readers can use.
 func validateTimezone(tz string) error {
 	if tz == "" || tz == "Local" {
-		return invalid("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
+		return invalidf("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
 	}
 	if _, err := time.LoadLocation(tz); err != nil {
-		return invalid("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
+		return invalidf("timezone %q is not an IANA time zone name (for example UTC or America/New_York)", tz)
 	}
 	return nil
 }
@@ -173,22 +180,22 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 		return tableformat.CreateOptions{}, err
 	}
 	if a.IndexColumn == "" {
-		return tableformat.CreateOptions{}, invalid("index_column is required")
+		return tableformat.CreateOptions{}, invalidf("index_column is required")
 	}
 	typ := tableformat.IndexType(a.IndexType)
 	switch typ {
 	case tableformat.IndexTimestamp, tableformat.IndexInt64, tableformat.IndexUInt64:
 	case "":
-		return tableformat.CreateOptions{}, invalid(`index_type is required: "timestamp", "int64" or "uint64"`)
+		return tableformat.CreateOptions{}, invalidf(`index_type is required: "timestamp", "int64" or "uint64"`)
 	default:
-		return tableformat.CreateOptions{}, invalid(`index_type %q is not one of "timestamp", "int64", "uint64"`, a.IndexType)
+		return tableformat.CreateOptions{}, invalidf(`index_type %q is not one of "timestamp", "int64", "uint64"`, a.IndexType)
 	}
 	kind, err := parseGranularity(a.Granularity, typ)
 	if err != nil {
 		return tableformat.CreateOptions{}, err
 	}
 	if a.Timezone != nil && typ != tableformat.IndexTimestamp {
-		return tableformat.CreateOptions{}, invalid("timezone is only allowed for timestamp indexes")
+		return tableformat.CreateOptions{}, invalidf("timezone is only allowed for timestamp indexes")
 	}
 	if a.Timezone != nil {
 		if err := validateTimezone(*a.Timezone); err != nil {
@@ -198,10 +205,12 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 	kind.Timezone = a.Timezone
 	spec := tableformat.IndexSpec{Column: a.IndexColumn, EntityColumns: a.EntityColumns, Kind: kind}
 	if err := spec.Validate(); err != nil {
-		return tableformat.CreateOptions{}, Status(err)
+		return tableformat.CreateOptions{}, err
 	}
 	return tableformat.CreateOptions{Index: spec}, nil
 }
 
-func isNotFound(err error) bool      { return status.Code(err) == codes.NotFound }
-func isAlreadyExists(err error) bool { return status.Code(err) == codes.AlreadyExists }
+// isNotFound and isAlreadyExists test an error, a status or one with a
+// category, by the code Status gives it.
+func isNotFound(err error) bool      { return status.Code(Status(err)) == codes.NotFound }
+func isAlreadyExists(err error) bool { return status.Code(Status(err)) == codes.AlreadyExists }

@@ -23,17 +23,17 @@ type addColumnsRequest struct {
 
 func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 	var req addColumnsRequest
-	if err := decodeStrict(ActionAddColumns, body, &req); err != nil {
+	if err := decodeJSON(ActionAddColumns, body, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Columns) == 0 {
-		return nil, invalid("add-columns: columns is empty")
+		return nil, invalidf("add-columns: columns is empty")
 	}
 	fields := make([]tableformat.Field, len(req.Columns))
 	for i, c := range req.Columns {
 		dt, err := ParseArrowType(c.Type)
 		if err != nil {
-			return nil, invalid("add-columns: column %q: %v", c.Name, err)
+			return nil, invalidf("add-columns: column %q: %v", c.Name, err)
 		}
 		nullable := c.Nullable == nil || *c.Nullable
 		fields[i] = tableformat.Field{Name: c.Name, Type: dt, Nullable: nullable}
@@ -51,10 +51,10 @@ func (s *Service) addColumns(ctx context.Context, body []byte) (any, error) {
 			return TableVersion{Table: req.Table, Version: v}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
-			return nil, Status(err)
+			return nil, err
 		}
 		if _, err := tb.Refresh(ctx); err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 )
 
 // CallLog is the outermost middleware of a server: it counts the calls in
@@ -72,18 +73,13 @@ func (c *CallLog) track(ctx context.Context, method string, caller *guard.Caller
 		defer c.inFlight.Add(-1)
 		if p := recover(); p != nil {
 			c.log.Error("call panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			*err = status.Errorf(codes.Internal, "internal error in %s (see the server log)", method)
+			*err = Status(reqerr.Errorf(reqerr.ErrInternal, "internal error in %s (see the server log)", method))
 		}
 		// A handler that stops because its client went away may return the
 		// context's own error, which gRPC would send (and the log would
-		// count) as UNKNOWN, a server failure.
-		if _, isStatus := status.FromError(*err); !isStatus {
-			switch {
-			case errors.Is(*err, context.Canceled):
-				*err = status.Error(codes.Canceled, (*err).Error())
-			case errors.Is(*err, context.DeadlineExceeded):
-				*err = status.Error(codes.DeadlineExceeded, (*err).Error())
-			}
+		// count) as UNKNOWN, a server failure: Status gives it its code.
+		if isContextError(*err) {
+			*err = Status(*err)
 		}
 		code := status.Code(*err)
 		name := method[strings.LastIndexByte(method, '/')+1:]
@@ -103,4 +99,13 @@ func (c *CallLog) track(ctx context.Context, method string, caller *guard.Caller
 			c.log.Debug(name+" refused", append(args, "error", status.Convert(*err).Message())...)
 		}
 	}
+}
+
+// isContextError reports whether err is a context's error (and no gRPC
+// status yet).
+func isContextError(err error) bool {
+	if _, isStatus := status.FromError(err); isStatus {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

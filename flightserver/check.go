@@ -30,7 +30,7 @@ func decodeCheckRequest(body []byte) (checkRequest, error) {
 	if len(body) == 0 {
 		return req, nil
 	}
-	err := decodeStrict(ActionCheck, body, &req)
+	err := decodeJSON(ActionCheck, body, &req)
 	return req, err
 }
 
@@ -76,7 +76,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	if req.Table != "" && len(req.Tables) > 0 {
-		return nil, invalid(`check: give "table" or "tables", not both`)
+		return nil, invalidf(`check: give "table" or "tables", not both`)
 	}
 	names := req.Tables
 	if req.Table != "" {
@@ -85,7 +85,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 	explicit := len(names) > 0
 	if !explicit {
 		if names, err = s.cat.Names(); err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 	}
 	seen := map[string]bool{}
@@ -94,11 +94,11 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 		if seen[n] {
-			return nil, invalid("check: table %s is named twice", catalog.QuoteName(n))
+			return nil, invalidf("check: table %s is named twice", catalog.QuoteName(n))
 		}
 		seen[n] = true
 		if !s.cat.HoldsLog(n) {
-			return nil, Status(catalog.NotFound(n))
+			return nil, catalog.NotFound(n)
 		}
 	}
 	out := CheckResult{OK: true, Repair: req.Repair, Tables: make([]CheckTable, 0, len(names))}
@@ -107,7 +107,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 		// not open a damaged table, and must not stand in the way.
 		fsys, err := s.cat.TableFS(n)
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		rep, err := tableformat.Check(ctx, fsys, tableformat.CheckOptions{Repair: req.Repair, Options: s.cat.Options()})
 		var ct CheckTable
@@ -117,7 +117,7 @@ func (s *Service) check(ctx context.Context, body []byte) (any, error) {
 				Problem: "the table directory has a log directory but no commit and no CURRENT (a create that never finished?)",
 				Action:  "remove the directory if the table is not wanted, or restore its log from a backup"}}}
 		case err != nil:
-			return nil, Status(&catalog.TableError{Name: n, Err: err})
+			return nil, &catalog.TableError{Name: n, Err: err}
 		default:
 			ct = checkTable(n, rep)
 		}

@@ -29,7 +29,7 @@ type CompactResult struct {
 
 func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	var req compactRequest
-	if err := decodeStrict(ActionCompact, body, &req); err != nil {
+	if err := decodeJSON(ActionCompact, body, &req); err != nil {
 		return nil, err
 	}
 	tb, err := s.Table(ctx, req.Table)
@@ -45,7 +45,7 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// An unknown outcome comes with a report too; the error (which
 		// says the new segments were kept) is what the client gets.
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,

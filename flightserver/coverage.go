@@ -31,14 +31,14 @@ type coverageRequest struct {
 
 func (s *Service) coverageAction(ctx context.Context, name string, body []byte) (any, error) {
 	var req coverageRequest
-	if err := decodeStrict(name, body, &req); err != nil {
+	if err := decodeJSON(name, body, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Start) == 0 || len(req.End) == 0 {
-		return nil, invalid("%s: start and end are required", name)
+		return nil, invalidf("%s: start and end are required", name)
 	}
 	if name == ActionCoverage && (req.Limit != nil || req.MinWindow != nil) {
-		return nil, invalid("coverage: limit and min_window belong to the gaps action")
+		return nil, invalidf("coverage: limit and min_window belong to the gaps action")
 	}
 	tb, st, err := s.resolve(ctx, &ScanRequest{Table: req.Table, Version: req.Version})
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	if name == ActionCoverage {
 		rep, err := tb.Coverage(ctx, st, q)
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		a := NewCoverageAnswer(req.Table, st.Version, q, rep)
 		a.Entity = req.Entity
@@ -69,9 +69,9 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	if req.Limit != nil {
 		switch {
 		case *req.Limit < 0:
-			return nil, invalid("gaps: limit %d is negative", *req.Limit)
+			return nil, invalidf("gaps: limit %d is negative", *req.Limit)
 		case *req.Limit > MaxGapsLimit:
-			return nil, invalid("gaps: limit %d is above the maximum of %d; page through the range with start and end instead", *req.Limit, MaxGapsLimit)
+			return nil, invalidf("gaps: limit %d is above the maximum of %d; page through the range with start and end instead", *req.Limit, MaxGapsLimit)
 		case *req.Limit > 0:
 			q.Limit = *req.Limit
 		}
@@ -81,7 +81,7 @@ func (s *Service) coverageAction(ctx context.Context, name string, body []byte) 
 	}
 	rep, err := tb.Gaps(ctx, st, q)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	a := newGapsAnswer(req.Table, st.Version, q, rep)
 	a.Entity = req.Entity

@@ -96,7 +96,7 @@ func describe(name string, st *tableformat.State) (*tableInfo, error) {
 	if st.Schema() != nil {
 		as, err := tableformat.ArrowSchema(st.Schema())
 		if err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 		for _, f := range as.Fields() {
 			info.Schema = append(info.Schema, fieldInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})

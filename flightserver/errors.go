@@ -2,66 +2,76 @@ package flightserver
 
 import (
 	"bytes"
-	"context"
 	"errors"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
 // Status converts an error into the gRPC status a client sees. It is the one
-// place where the table's error categories meet gRPC codes:
+// place where error categories meet gRPC codes, at the edge of each handler:
+// request validation, the table and the guard return errors with a category
+// (the table's, or reqerr's for what the table has no word for), and Status
+// chooses the code:
 //
-//	ErrInvalidInput                                  InvalidArgument
-//	ErrNotFound                                      NotFound
-//	ErrAlreadyExists                                 AlreadyExists
-//	ErrUnsupported, ErrNeedsUpgrade, ErrOverlap      FailedPrecondition
-//	ErrConflict (after retries)                      Aborted
-//	ErrAmbiguousOutcome                              Unknown
-//	ErrCorrupt                                       DataLoss
-//	ErrStorage                                       Unavailable
 //	context.Canceled / DeadlineExceeded              Canceled / DeadlineExceeded
-//	anything else (a bug)                            Internal
+//	tableformat.ErrInvalidInput                      InvalidArgument
+//	tableformat.ErrNotFound                          NotFound
+//	tableformat.ErrAlreadyExists                     AlreadyExists
+//	ErrUnsupported, ErrNeedsUpgrade, ErrOverlap      FailedPrecondition
+//	tableformat.ErrConflict (after retries)          Aborted
+//	tableformat.ErrAmbiguousOutcome                  Unknown
+//	tableformat.ErrCorrupt                           DataLoss
+//	tableformat.ErrStorage                           Unavailable
+//	reqerr.ErrInvalidArgument                        InvalidArgument
+//	reqerr.ErrUnauthenticated                        Unauthenticated
+//	reqerr.ErrPermissionDenied                       PermissionDenied
+//	reqerr.ErrResourceExhausted                      ResourceExhausted
+//	reqerr.ErrUnimplemented                          Unimplemented
+//	reqerr.ErrFailedPrecondition                     FailedPrecondition
+//	reqerr.ErrUnavailable                            Unavailable
+//	reqerr.ErrInternal, anything else (a bug)        Internal
 //
-// An error that already carries a gRPC status keeps it.
-func Status(err error) error {
-	if err == nil {
-		return nil
+// A context error wins over any other category it is wrapped with. The
+// message is the error's own text (a reqerr.Error's message carries no
+// category prefix). An error that already carries a gRPC status keeps it.
+// (flightsql maps DuckDB's own errors first and hands the rest here.)
+func Status(err error) error { return reqerr.StatusBy(err, Code) }
+
+// Code is the gRPC code Status gives err (which carries no status).
+func Code(err error) codes.Code {
+	// Context errors first (a table error caused by a cancel is the
+	// cancel), then the server's categories: reqerr.Code.
+	if c := reqerr.Code(err); c != codes.Internal {
+		return c
 	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	code := codes.Internal
 	switch {
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
 	case errors.Is(err, tableformat.ErrInvalidInput):
-		code = codes.InvalidArgument
+		return codes.InvalidArgument
 	case errors.Is(err, tableformat.ErrNotFound):
-		code = codes.NotFound
+		return codes.NotFound
 	case errors.Is(err, tableformat.ErrAlreadyExists):
-		code = codes.AlreadyExists
+		return codes.AlreadyExists
 	case errors.Is(err, tableformat.ErrUnsupported), errors.Is(err, tableformat.ErrNeedsUpgrade), errors.Is(err, tableformat.ErrOverlap):
-		code = codes.FailedPrecondition
+		return codes.FailedPrecondition
 	case errors.Is(err, tableformat.ErrAmbiguousOutcome):
-		code = codes.Unknown
+		return codes.Unknown
 	case errors.Is(err, tableformat.ErrConflict):
-		code = codes.Aborted
+		return codes.Aborted
 	case errors.Is(err, tableformat.ErrCorrupt):
-		code = codes.DataLoss
+		return codes.DataLoss
 	case errors.Is(err, tableformat.ErrStorage):
-		code = codes.Unavailable
+		return codes.Unavailable
 	}
-	return status.Error(code, err.Error())
+	return codes.Internal // reqerr.ErrInternal, or no category: a bug
 }
 
-// invalid is an InvalidArgument status naming what is wrong.
-func invalid(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
+// invalidf is a request error of category tableformat.ErrInvalidInput
+// (InvalidArgument) naming what is wrong.
+func invalidf(format string, args ...any) error {
+	return reqerr.Errorf(tableformat.ErrInvalidInput, format, args...)
 }
 
 // flightSQLTypePrefix starts the type URL of every Flight SQL command (a
@@ -70,14 +80,15 @@ var flightSQLTypePrefix = []byte("type.googleapis.com/arrow.flight.protocol.sql.
 
 // refuseFlightSQL answers a Flight SQL command sent to the plain Flight
 // service (a server built without Flight SQL) with UNIMPLEMENTED and the
-// reason, instead of a confusing JSON error.
+// reason, instead of a confusing JSON error. The refusal is a status
+// already: ticket.go and info.go return it as is.
 func refuseFlightSQL(cmd []byte) error {
 	// An Any starts with field 1 (type_url, wire type 2): 0x0a, a one-byte
 	// length, then the URL.
 	if len(cmd) > 2 && cmd[0] == 0x0a && bytes.HasPrefix(cmd[2:], flightSQLTypePrefix) {
 		name := cmd[2 : 2+min(int(cmd[1]), len(cmd)-2)]
-		return status.Errorf(codes.Unimplemented, "Flight SQL is not served: this tsflight server was built without -tags duckdb_arrow (got %s)",
-			bytes.TrimPrefix(name, []byte("type.googleapis.com/")))
+		return Status(reqerr.Errorf(reqerr.ErrUnimplemented, "Flight SQL is not served: this tsflight server was built without -tags duckdb_arrow (got %s)",
+			bytes.TrimPrefix(name, []byte("type.googleapis.com/"))))
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	}
 	groups := splitParts(plan, t.Parts)
 	if len(groups) != t.Parts {
-		return invalid("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(groups), t.Parts)
+		return Status(invalidf("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(groups), t.Parts))
 	}
 	opts.Segments = make([]string, 0, len(groups[t.Part]))
 	for _, seg := range groups[t.Part] {

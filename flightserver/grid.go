@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -40,7 +38,7 @@ func gridSize(field string, raw json.RawMessage, def, most int) (int, error) {
 	text := string(bytes.TrimSpace(raw))
 	n, err := strconv.ParseInt(text, 10, 64)
 	if err != nil || n < 1 || n > int64(most) {
-		return 0, invalid("%s: %s: %s must be an integer from 1 to %d", ActionCoverageGrid, field, text, most)
+		return 0, invalidf("%s: %s: %s must be an integer from 1 to %d", ActionCoverageGrid, field, text, most)
 	}
 	return int(n), nil
 }
@@ -49,7 +47,7 @@ func gridSize(field string, raw json.RawMessage, def, most int) (int, error) {
 // a table, from its coverage bitmaps.
 func (s *Service) coverageGrid(ctx context.Context, body []byte) (any, error) {
 	var req gridRequest
-	if err := decodeStrict(ActionCoverageGrid, body, &req); err != nil {
+	if err := decodeJSON(ActionCoverageGrid, body, &req); err != nil {
 		return nil, err
 	}
 	q := tableformat.CoverageGridQuery{}
@@ -80,12 +78,12 @@ func (s *Service) coverageGrid(ctx context.Context, body []byte) (any, error) {
 	}
 	if q.Start == nil || q.End == nil {
 		if _, _, ok := st.IndexBounds(); !ok {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: table %q has no data yet (version %d), so there is no range to default to; give start and end", ActionCoverageGrid, req.Table, st.Version)
+			return nil, reqerr.Errorf(reqerr.ErrFailedPrecondition, "%s: table %q has no data yet (version %d), so there is no range to default to; give start and end", ActionCoverageGrid, req.Table, st.Version)
 		}
 	}
 	g, err := tb.CoverageGrid(ctx, st, q)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	return newGridAnswer(req.Table, st.Version, g), nil
 }

@@ -17,6 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/reqerr"
+	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
@@ -97,8 +99,8 @@ func (h *Health) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*
 }
 
 func unknownHealthService(name string) error {
-	return status.Errorf(codes.NotFound, "unknown service %q: this server reports %q (the whole server) and %q",
-		catalog.Truncate(name, 128), healthServices[0], healthServices[1])
+	return Status(reqerr.Errorf(tableformat.ErrNotFound, "unknown service %q: this server reports %q (the whole server) and %q",
+		catalog.Truncate(name, 128), healthServices[0], healthServices[1]))
 }
 
 // Watch sends the service's status, and again whenever it changes, until
@@ -123,7 +125,7 @@ func (h *Health) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_
 			last = cur
 		}
 		if stopping {
-			return status.Error(codes.Unavailable, "the server is shutting down (its last status was sent)")
+			return Status(reqerr.Errorf(reqerr.ErrUnavailable, "the server is shutting down (its last status was sent)"))
 		}
 		select {
 		case <-changed:

@@ -18,7 +18,7 @@ import (
 // ScanRequest. call names the RPC in the refusal of an unknown shape.
 func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error) {
 	if desc == nil {
-		return nil, invalid("missing flight descriptor")
+		return nil, Status(invalidf("missing flight descriptor"))
 	}
 	if err := UnknownDescriptor(call, desc, false); err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 	switch desc.Type {
 	case flight.DescriptorPATH:
 		if len(desc.Path) != 1 {
-			return nil, invalid("a PATH descriptor must have exactly one element, the table name (got %d)", len(desc.Path))
+			return nil, Status(invalidf("a PATH descriptor must have exactly one element, the table name (got %d)", len(desc.Path)))
 		}
 		if err := ValidateTableName(desc.Path[0]); err != nil {
 			return nil, err
@@ -48,7 +48,7 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 		}
 		return &req, nil
 	}
-	return nil, invalid("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(desc.Type), descriptorForms(call, false))
+	return nil, Status(invalidf("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(desc.Type), descriptorForms(call, false)))
 }
 
 // resolve opens the request's table and its pinned (or newest) snapshot.
@@ -82,7 +82,7 @@ func outputSchema(st *tableformat.State, columns []string) (*arrow.Schema, error
 	for _, c := range columns {
 		idx := full.FieldIndices(c)
 		if len(idx) != 1 {
-			return nil, invalid("columns: %q is not a column of the table (columns: %s)", c, fieldNames(full))
+			return nil, Status(invalidf("columns: %q is not a column of the table (columns: %s)", c, fieldNames(full)))
 		}
 		fields = append(fields, full.Field(idx[0]))
 	}

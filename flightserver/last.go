@@ -15,10 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -50,7 +49,7 @@ func (arrowResult) MarshalJSON() ([]byte, error) {
 // an Arrow IPC stream.
 func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 	var req lastRequest
-	if err := decodeStrict(ActionLast, body, &req); err != nil {
+	if err := decodeJSON(ActionLast, body, &req); err != nil {
 		return nil, err
 	}
 	tb, st, err := s.resolve(ctx, &ScanRequest{Table: req.Table})
@@ -58,7 +57,7 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 		return nil, err
 	}
 	if len(st.Index().EntityColumns) == 0 {
-		return nil, invalid("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", catalog.QuoteName(req.Table))
+		return nil, invalidf("last: table %s has no entity columns: the newest row is kept per entity (scan the end of the table instead)", catalog.QuoteName(req.Table))
 	}
 	opts := tableformat.LastOptions{Alloc: s.scanAlloc()}
 	if len(req.Columns) > 0 { // "columns": [] means every column, as in a scan
@@ -83,17 +82,17 @@ func (s *Service) last(ctx context.Context, body []byte) (arrowResult, error) {
 	}
 	rec, err := tb.LastValues(ctx, st, opts)
 	if err != nil {
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	defer rec.Release()
 	out, err := ipcStream(rec, s.alloc)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	// gRPC would refuse a larger message with a status of its own, sent
 	// before the handler could say what to do about it.
 	if limit := s.maxResultSize(); len(out) > limit {
-		return nil, status.Errorf(codes.ResourceExhausted, "last: the answer is %d bytes, more than the server sends in one message (%d, --max-send-msg-size): ask for fewer columns or filter by entity",
+		return nil, reqerr.Errorf(reqerr.ErrResourceExhausted, "last: the answer is %d bytes, more than the server sends in one message (%d, --max-send-msg-size): ask for fewer columns or filter by entity",
 			len(out), limit)
 	}
 	return out, nil

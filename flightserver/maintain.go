@@ -496,7 +496,7 @@ type MaintenanceResult struct {
 
 func decodeMaintenanceRequest(body []byte) (*maintenanceRequest, error) {
 	var req maintenanceRequest
-	if err := decodeStrict(ActionMaintenance, body, &req); err != nil {
+	if err := decodeJSON(ActionMaintenance, body, &req); err != nil {
 		return nil, err
 	}
 	if req.Table != "" {
@@ -515,7 +515,7 @@ func (s *Service) maintenanceAction(ctx context.Context, body []byte) (any, erro
 	names := []string{req.Table}
 	if req.Table == "" {
 		if names, err = s.TableNames(); err != nil {
-			return nil, Status(err)
+			return nil, err
 		}
 	}
 	states := make(map[string]*tableformat.State, len(names))

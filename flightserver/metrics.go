@@ -78,7 +78,7 @@ func NewMetrics(svc *Service, opts *MetricsOptions) (*Metrics, error) {
 	}
 	switch {
 	case o.MaxTables < 0:
-		return nil, invalid("metrics: MaxTables must not be negative, got %d", o.MaxTables)
+		return nil, Status(invalidf("metrics: MaxTables must not be negative, got %d", o.MaxTables))
 	case o.MaxTables == 0:
 		o.MaxTables = DefaultMaxTableSeries
 	}

@@ -34,15 +34,15 @@ type SetPropertiesResult struct {
 
 func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 	var req setPropertiesRequest
-	if err := decodeStrict(ActionSetProperties, body, &req); err != nil {
+	if err := decodeJSON(ActionSetProperties, body, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Properties) == 0 {
-		return nil, invalid(`set-properties: properties is empty: give {"name": "value", ...} (an empty value removes the property)`)
+		return nil, invalidf(`set-properties: properties is empty: give {"name": "value", ...} (an empty value removes the property)`)
 	}
 	// The rules of a write, before the table is looked up.
 	if _, err := tableformat.NewSetTableProperties(req.Properties); err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	tb, err := s.Table(ctx, req.Table)
 	if err != nil {
@@ -69,10 +69,10 @@ func (s *Service) setProperties(ctx context.Context, body []byte) (any, error) {
 			return SetPropertiesResult{Table: req.Table, Version: v, Properties: props}, nil
 		}
 		if !errors.Is(err, tableformat.ErrConflict) || retry >= s.opts.AppendRetries {
-			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+			return nil, &catalog.TableError{Name: req.Table, Err: err}
 		}
 		if _, err := tb.Refresh(ctx); err != nil {
-			return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+			return nil, &catalog.TableError{Name: req.Table, Err: err}
 		}
 	}
 }

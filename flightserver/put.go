@@ -47,7 +47,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			return Status(ctx.Err())
 		}
-		return invalid("DoPut: the stream must start with a descriptor and a schema: %v", err)
+		return Status(invalidf("DoPut: the stream must start with a descriptor and a schema: %v", err))
 	}
 	defer rdr.Release()
 	in := &putReader{RecordReader: rdr.Reader}
@@ -58,9 +58,9 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 				if ctx.Err() != nil {
 					return Status(ctx.Err())
 				}
-				return invalid("DoPut: reading the input stream: %v", err)
+				return Status(invalidf("DoPut: reading the input stream: %v", err))
 			}
-			return invalid("DoPut: the input stream has no rows; nothing was written")
+			return Status(invalidf("DoPut: the input stream has no rows; nothing was written"))
 		}
 	}
 	var first arrow.RecordBatch
@@ -69,7 +69,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	tb, err := s.putTarget(ctx, rdr.LatestFlightDescriptor(), rdr.Schema(), first)
 	if err != nil {
-		return err
+		return Status(err)
 	}
 	res, err := s.Append(ctx, tb, in)
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 // descriptors, whose tables exist).
 func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, first arrow.RecordBatch) (*tableformat.Table, error) {
 	if desc == nil {
-		return nil, invalid("DoPut: the first message must carry a flight descriptor naming the table")
+		return nil, invalidf("DoPut: the first message must carry a flight descriptor naming the table")
 	}
 	if err := UnknownDescriptor("DoPut", desc, false); err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 			return nil, err
 		}
 		var cmd putCommand
-		if err := decodeStrict("DoPut command", desc.Cmd, &cmd); err != nil {
+		if err := decodeJSON("DoPut command", desc.Cmd, &cmd); err != nil {
 			return nil, err
 		}
 		if err := ValidateTableName(cmd.Table); err != nil {
@@ -116,12 +116,12 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 			return s.Table(ctx, cmd.Table)
 		}
 		if cmd.Create.Table != "" && cmd.Create.Table != cmd.Table {
-			return nil, invalid("DoPut command: create.table %s differs from table %s (leave create.table out)", catalog.QuoteName(cmd.Create.Table), catalog.QuoteName(cmd.Table))
+			return nil, invalidf("DoPut command: create.table %s differs from table %s (leave create.table out)", catalog.QuoteName(cmd.Create.Table), catalog.QuoteName(cmd.Table))
 		}
 		tb, _, err := s.openOrCreate(ctx, cmd.Table, cmd.Create, schema, first, false)
 		return tb, err
 	}
-	return nil, invalid("DoPut: unknown descriptor type %s: send %s", descriptorTypeName(desc.Type), descriptorForms("DoPut", false))
+	return nil, invalidf("DoPut: unknown descriptor type %s: send %s", descriptorTypeName(desc.Type), descriptorForms("DoPut", false))
 }
 
 // putReader is the record reader of a DoPut stream. It can look ahead to
@@ -195,7 +195,8 @@ func (s *Service) appendOptions() *tableformat.AppendOptions {
 // spec is checked even when the table exists, so that a bad spec fails the
 // same way every time. created reports whether this call created it.
 func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (tb *tableformat.Table, created bool, err error) {
-	return s.openOrCreate(ctx, name, spec, schema, nil, false)
+	tb, created, err = s.openOrCreate(ctx, name, spec, schema, nil, false)
+	return tb, created, Status(err)
 }
 
 // Create creates table name as spec says with the logical schema of
@@ -205,7 +206,7 @@ func (s *Service) OpenOrCreate(ctx context.Context, name string, spec *TableSpec
 // one new name exactly one succeeds.
 func (s *Service) Create(ctx context.Context, name string, spec *TableSpec, schema *arrow.Schema) (*tableformat.Table, error) {
 	tb, _, err := s.openOrCreate(ctx, name, spec, schema, nil, true)
-	return tb, err
+	return tb, Status(err)
 }
 
 // openOrCreate is OpenOrCreate that, when it is about to create the table
@@ -227,13 +228,13 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 	}
 	tb, err = s.Table(ctx, name)
 	if err == nil && exclusive {
-		return nil, false, Status(&catalog.TableError{Name: name, Err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)})
+		return nil, false, &catalog.TableError{Name: name, Err: fmt.Errorf("%w: the table exists", tableformat.ErrAlreadyExists)}
 	}
 	if err == nil || !isNotFound(err) {
 		return tb, false, err
 	}
 	if co.Schema, err = tableformat.LogicalFromArrow(schema); err != nil {
-		return nil, false, Status(err)
+		return nil, false, err
 	}
 	if first != nil {
 		if err := s.rehearse(ctx, co, first); err != nil {
@@ -241,7 +242,6 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 		}
 	}
 	tb, err = s.cat.Create(ctx, name, co)
-	err = Status(err)
 	if isAlreadyExists(err) && !exclusive { // created concurrently: use it
 		tb, err = s.Table(ctx, name)
 		return tb, false, err
@@ -251,21 +251,21 @@ func (s *Service) openOrCreate(ctx context.Context, name string, spec *TableSpec
 
 // rehearse creates a table as co in memory and checks appending rec to
 // it (CheckOnly: every check of an append, no Parquet encoded), returning
-// the append's error as a status.
+// the append's error (DoPut maps it).
 func (s *Service) rehearse(ctx context.Context, co tableformat.CreateOptions, rec arrow.RecordBatch) error {
 	tb, err := tableformat.Create(ctx, storage.NewMem(), co, s.cat.Options())
 	if err != nil {
-		return Status(err)
+		return err
 	}
 	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
-		return invalid("DoPut: %v", err)
+		return invalidf("DoPut: %v", err)
 	}
 	defer rdr.Release()
 	opts := s.appendOptions()
 	opts.CheckOnly = true
 	if _, err := tb.Append(ctx, rdr, opts); err != nil {
-		return Status(err)
+		return err
 	}
 	return nil
 }

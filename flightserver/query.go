@@ -39,14 +39,15 @@ type ScanRequest struct {
 }
 
 // normalize moves the deprecated "entities" to Entity, refusing a request
-// (what: "command", "ticket") that gives both spellings.
+// (what: "command", "ticket") that gives both spellings. Its refusal is a
+// status already: ticket.go and info.go return it as is.
 func (r *ScanRequest) normalize(what string) error {
 	r.entityField = "entity"
 	if r.Entities == nil {
 		return nil
 	}
 	if r.Entity != nil {
-		return invalid(`%s: both "entity" and "entities" are given; send "entity" only ("entities" is its deprecated spelling)`, what)
+		return Status(invalidf(`%s: both "entity" and "entities" are given; send "entity" only ("entities" is its deprecated spelling)`, what))
 	}
 	r.Entity, r.Entities, r.entityField = r.Entities, nil, "entities"
 	return nil
@@ -61,26 +62,32 @@ const MaxJSONBody = 1 << 20
 const maxJSONDepth = 32
 
 // decodeStrict decodes a JSON object into v, refusing unknown fields and
-// trailing data, with errors that name the request.
+// trailing data, with errors that name the request. Its error is a status
+// already (Status of decodeJSON's): ticket.go and info.go return it as is.
 func decodeStrict(what string, data []byte, v any) error {
+	return Status(decodeJSON(what, data, v))
+}
+
+// decodeJSON is decodeStrict with the refusal's category, not its status.
+func decodeJSON(what string, data []byte, v any) error {
 	if len(data) > MaxJSONBody {
-		return invalid("%s: the JSON body is %d bytes; at most %d are accepted", what, len(data), MaxJSONBody)
+		return invalidf("%s: the JSON body is %d bytes; at most %d are accepted", what, len(data), MaxJSONBody)
 	}
 	key, dup, deep := duplicateKey(data)
 	switch {
 	case deep:
-		return invalid("%s: the JSON body nests deeper than %d levels", what, maxJSONDepth)
+		return invalidf("%s: the JSON body nests deeper than %d levels", what, maxJSONDepth)
 	case dup:
-		return invalid("%s: the JSON body gives %s more than once", what, catalog.QuoteName(key))
+		return invalidf("%s: the JSON body gives %s more than once", what, catalog.QuoteName(key))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return invalid("%s: malformed JSON body: %v%s", what, err, spellingHint(err, v))
+		return invalidf("%s: malformed JSON body: %v%s", what, err, spellingHint(err, v))
 	}
 	if dec.More() {
-		return invalid("%s: unexpected data after the JSON body", what)
+		return invalidf("%s: unexpected data after the JSON body", what)
 	}
 	return nil
 }
@@ -166,7 +173,7 @@ func parseIndexValue(field string, raw json.RawMessage, ix *tableformat.IndexSpe
 	var s string
 	if len(raw) > 0 && raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return tableformat.IndexValue{}, invalid("%s: %v", field, err)
+			return tableformat.IndexValue{}, invalidf("%s: %v", field, err)
 		}
 	} else {
 		s = string(raw)
@@ -175,19 +182,19 @@ func parseIndexValue(field string, raw json.RawMessage, ix *tableformat.IndexSpe
 	case tableformat.IndexTimestamp:
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return tableformat.IndexValue{}, invalid("%s: %q is not an RFC 3339 timestamp (for example 2024-06-01T00:00:00Z)", field, s)
+			return tableformat.IndexValue{}, invalidf("%s: %q is not an RFC 3339 timestamp (for example 2024-06-01T00:00:00Z)", field, s)
 		}
 		return tableformat.TimeValue(t), nil
 	case tableformat.IndexInt64:
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return tableformat.IndexValue{}, invalid("%s: %s is not a 64-bit integer (the index %q is int64)", field, s, ix.Column)
+			return tableformat.IndexValue{}, invalidf("%s: %s is not a 64-bit integer (the index %q is int64)", field, s, ix.Column)
 		}
 		return tableformat.Int64Value(v), nil
 	default:
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return tableformat.IndexValue{}, invalid("%s: %s is not an unsigned 64-bit integer (the index %q is uint64)", field, s, ix.Column)
+			return tableformat.IndexValue{}, invalidf("%s: %s is not an unsigned 64-bit integer (the index %q is uint64)", field, s, ix.Column)
 		}
 		return tableformat.Uint64Value(v), nil
 	}
@@ -199,12 +206,12 @@ func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.St
 	ix := st.Index()
 	if !slices.Contains(ix.EntityColumns, col) {
 		if len(ix.EntityColumns) == 0 {
-			return tableformat.EntityValue{}, invalid("%s: the table has no entity columns (got %q)", field, col)
+			return tableformat.EntityValue{}, invalidf("%s: the table has no entity columns (got %q)", field, col)
 		}
-		return tableformat.EntityValue{}, invalid("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
+		return tableformat.EntityValue{}, invalidf("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
 	}
 	if st.Schema() == nil {
-		return tableformat.EntityValue{}, invalid("%s: the table has no data yet", field)
+		return tableformat.EntityValue{}, invalidf("%s: the table has no data yet", field)
 	}
 	f, _ := st.Schema().Column(col)
 	raw = bytes.TrimSpace(raw)
@@ -212,7 +219,7 @@ func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.St
 	quoted := len(raw) > 0 && raw[0] == '"'
 	if quoted {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return tableformat.EntityValue{}, invalid("%s.%s: %v", field, col, err)
+			return tableformat.EntityValue{}, invalidf("%s.%s: %v", field, col, err)
 		}
 	} else {
 		s = string(raw)
@@ -220,32 +227,40 @@ func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.St
 	switch f.Type.Kind {
 	case tableformat.TypeUtf8:
 		if !quoted {
-			return tableformat.EntityValue{}, invalid("%s.%s: expected a string, got %s", field, col, raw)
+			return tableformat.EntityValue{}, invalidf("%s.%s: expected a string, got %s", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityUtf8, Str: s}, nil
 	case tableformat.TypeInt32:
 		v, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("%s.%s: %s is not a 32-bit integer", field, col, raw)
+			return tableformat.EntityValue{}, invalidf("%s.%s: %s is not a 32-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityInt32, Int: v}, nil
 	case tableformat.TypeInt64:
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("%s.%s: %s is not a 64-bit integer", field, col, raw)
+			return tableformat.EntityValue{}, invalidf("%s.%s: %s is not a 64-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityInt64, Int: v}, nil
 	default:
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return tableformat.EntityValue{}, invalid("%s.%s: %s is not an unsigned 64-bit integer", field, col, raw)
+			return tableformat.EntityValue{}, invalidf("%s.%s: %s is not an unsigned 64-bit integer", field, col, raw)
 		}
 		return tableformat.EntityValue{Type: tableformat.EntityUInt64, Uint: v}, nil
 	}
 }
 
-// scanOptions turns a request into scan options for st.
+// scanOptions turns a request into scan options for st. Its error is a
+// status already: get.go and info.go return it as is.
 func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
+	opts, err := s.scanRequestOptions(req, st)
+	return opts, Status(err)
+}
+
+// scanRequestOptions is scanOptions with the refusal's category, not its
+// status.
+func (s *Service) scanRequestOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
 	opts := tableformat.ScanOptions{Columns: columnsOf(req), BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc, Slots: s.slots}
 	ix := st.Index()
 	if len(req.Start) > 0 {
@@ -293,18 +308,18 @@ func columnsOf(req *ScanRequest) []string {
 func identityOf(field string, m map[string]json.RawMessage, st *tableformat.State) (tableformat.Identity, error) {
 	ix := st.Index()
 	if len(ix.EntityColumns) == 0 {
-		return nil, invalid("%s: the table has no entity columns; leave %s out", field, field)
+		return nil, invalidf("%s: the table has no entity columns; leave %s out", field, field)
 	}
 	for col := range m {
 		if !slices.Contains(ix.EntityColumns, col) {
-			return nil, invalid("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
+			return nil, invalidf("%s: %q is not an entity column (entity columns: %s)", field, col, strings.Join(ix.EntityColumns, ", "))
 		}
 	}
 	id := make(tableformat.Identity, len(ix.EntityColumns))
 	for i, col := range ix.EntityColumns {
 		raw, ok := m[col]
 		if !ok {
-			return nil, invalid("%s: missing a value for entity column %q (give one for each of %s)", field, col, strings.Join(ix.EntityColumns, ", "))
+			return nil, invalidf("%s: missing a value for entity column %q (give one for each of %s)", field, col, strings.Join(ix.EntityColumns, ", "))
 		}
 		v, err := parseEntityValue(field, col, raw, st)
 		if err != nil {
@@ -322,13 +337,13 @@ func parseGranularity(raw json.RawMessage, typ tableformat.IndexType) (tableform
 	k := tableformat.IndexKind{Type: typ}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return k, invalid("granularity is required")
+		return k, invalidf("granularity is required")
 	}
 	var s string
 	quoted := raw[0] == '"'
 	if quoted {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return k, invalid("granularity: %v", err)
+			return k, invalidf("granularity: %v", err)
 		}
 	} else {
 		s = string(raw)
@@ -343,14 +358,14 @@ func parseGranularity(raw json.RawMessage, typ tableformat.IndexType) (tableform
 		g, err := tableformat.ParseTimeGranularity(s)
 		if err != nil {
 			// The table package's message names the granularity already.
-			return k, invalid("%s", strings.TrimPrefix(err.Error(), tableformat.ErrInvalidInput.Error()+": "))
+			return k, invalidf("%s", strings.TrimPrefix(err.Error(), tableformat.ErrInvalidInput.Error()+": "))
 		}
 		k.Time = g
 		return k, nil
 	}
 	w, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || w == 0 {
-		return k, invalid("granularity: %s is not a positive integer (an %s index takes an integer width)", raw, typ)
+		return k, invalidf("granularity: %s is not a positive integer (an %s index takes an integer width)", raw, typ)
 	}
 	k.Width = w
 	return k, nil

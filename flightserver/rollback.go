@@ -32,14 +32,14 @@ type RollbackResult struct {
 
 func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	var req rollbackRequest
-	if err := decodeStrict(ActionRollback, body, &req); err != nil {
+	if err := decodeJSON(ActionRollback, body, &req); err != nil {
 		return nil, err
 	}
 	if err := ValidateTableName(req.Table); err != nil {
 		return nil, err
 	}
 	if req.Version == nil {
-		return nil, invalid("rollback: version is required: the version whose content the table gets back (describe-table shows the newest)")
+		return nil, invalidf("rollback: version is required: the version whose content the table gets back (describe-table shows the newest)")
 	}
 	tb, err := s.Table(ctx, req.Table)
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// An unknown outcome comes with a report too; the error is what
 		// the client gets.
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table rolled back", "table", req.Table, "to", rep.TargetVersion, "from", rep.StartingVersion, "version", rep.CommittedVersion,

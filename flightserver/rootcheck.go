@@ -27,8 +27,8 @@ func CheckLocalRoot(root string) error {
 		if u, err := url.Parse(root); err == nil && u.Path != "" && (u.Host == "" || u.Host == "localhost") && u.RawQuery == "" {
 			hint = "give the path itself: " + u.Path
 		}
-		return invalid("root %s://… is a URL (scheme %q): this build takes a local directory as a plain path; %s", scheme, scheme, hint)
+		return Status(invalidf("root %s://… is a URL (scheme %q): this build takes a local directory as a plain path; %s", scheme, scheme, hint))
 	}
-	return invalid("root %s://… is a URL (scheme %q): this build serves tables in a local directory only (object storage is planned, not built); "+
-		"for now, mount the bucket as a directory (for example with rclone mount, s3fs or gcsfuse) and give the mount point, or give a local path", scheme, scheme)
+	return Status(invalidf("root %s://… is a URL (scheme %q): this build serves tables in a local directory only (object storage is planned, not built); "+
+		"for now, mount the bucket as a directory (for example with rclone mount, s3fs or gcsfuse) and give the mount point, or give a local path", scheme, scheme))
 }

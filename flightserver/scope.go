@@ -125,7 +125,7 @@ func classifyAction(a *flight.Action) (what string, write bool) {
 		// Decoded exactly as the action decodes it, so that the two can
 		// never disagree on whether a body applies.
 		var body vacuumRequest
-		if err := decodeStrict(typ, a.GetBody(), &body); err != nil {
+		if err := decodeJSON(typ, a.GetBody(), &body); err != nil {
 			return "action vacuum (with a body that does not decode)", true
 		}
 		if body.Apply {

@@ -124,7 +124,7 @@ type Service struct {
 func New(opts *Options) (*Service, error) {
 	o := *opts
 	if o.Root == "" {
-		return nil, invalid("the root directory is not set")
+		return nil, Status(invalidf("the root directory is not set"))
 	}
 	if err := CheckLocalRoot(o.Root); err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func New(opts *Options) (*Service, error) {
 	case o.CompactMemory == 0:
 		o.CompactMemory = DefaultMaintenanceMemoryBytes
 	case o.CompactMemory < tableformat.MinCompactMemoryBytes:
-		return nil, invalid("CompactMemory must be at least %d bytes (1 MiB; 0 = %d), got %d", tableformat.MinCompactMemoryBytes, DefaultMaintenanceMemoryBytes, o.CompactMemory)
+		return nil, Status(invalidf("CompactMemory must be at least %d bytes (1 MiB; 0 = %d), got %d", tableformat.MinCompactMemoryBytes, DefaultMaintenanceMemoryBytes, o.CompactMemory))
 	}
 	if o.Table == nil {
 		o.Table = tableformat.DefaultOptions()
@@ -175,7 +175,7 @@ func New(opts *Options) (*Service, error) {
 		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.ScanCacheBytes < 0 {
-		return nil, invalid("ScanCacheBytes must not be negative (0 = no cache), got %d", o.ScanCacheBytes)
+		return nil, Status(invalidf("ScanCacheBytes must not be negative (0 = no cache), got %d", o.ScanCacheBytes))
 	}
 	s := &Service{opts: o, log: o.Logger, alloc: o.Alloc, slots: make(chan struct{}, o.ScanSlots),
 		budget: newByteBudget(o.StreamBudget, o.StallTimeout, o.Logger.Named("stream-budget"))}

@@ -41,10 +41,10 @@ func decodeTicket(b []byte) (*ticket, error) {
 		return nil, err
 	}
 	if t.Version == nil {
-		return nil, invalid("ticket: no version")
+		return nil, Status(invalidf("ticket: no version"))
 	}
 	if t.Parts < 1 || t.Part < 0 || t.Part >= t.Parts {
-		return nil, invalid("ticket: part %d of %d is out of range", t.Part, t.Parts)
+		return nil, Status(invalidf("ticket: part %d of %d is out of range", t.Part, t.Parts))
 	}
 	return &t, nil
 }

@@ -13,11 +13,10 @@ import (
 	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
@@ -124,7 +123,7 @@ func didYouMean(name string, candidates []string) string {
 // action is UNIMPLEMENTED instead, as Flight SQL commands are.
 func UnknownAction(name string, withSQL bool) error {
 	if !withSQL && IsFlightSQLAction(name) {
-		return status.Errorf(codes.Unimplemented, "Flight SQL is not served: this tsflight server was built without -tags duckdb_arrow (got action %s)", name)
+		return Status(reqerr.Errorf(reqerr.ErrUnimplemented, "Flight SQL is not served: this tsflight server was built without -tags duckdb_arrow (got action %s)", name))
 	}
 	names := actionNames()
 	all := names
@@ -133,8 +132,8 @@ func UnknownAction(name string, withSQL bool) error {
 		all = append(slices.Clone(names), flightSQLActions...)
 		list += "; Flight SQL: " + strings.Join(flightSQLActions, ", ")
 	}
-	return invalid("unknown action %q%s The actions are: %s (ListActions describes them)",
-		catalog.Truncate(name, 64), sentenceEnd(didYouMean(name, all)), list)
+	return Status(invalidf("unknown action %q%s The actions are: %s (ListActions describes them)",
+		catalog.Truncate(name, 64), sentenceEnd(didYouMean(name, all)), list))
 }
 
 // sentenceEnd turns a suggestion ("; did you mean …?") or nothing into
@@ -192,7 +191,7 @@ func UnknownTicket(b []byte, withSQL bool) error {
 		nor = " nor a Flight SQL one"
 		forms += ", a Flight SQL ticket is a protobuf Any of an arrow.flight.protocol.sql message"
 	}
-	return invalid("ticket: not a tsflight ticket%s: got %s (%s; take tickets from the endpoints of a FlightInfo)", nor, describeBytes(b), forms)
+	return Status(invalidf("ticket: not a tsflight ticket%s: got %s (%s; take tickets from the endpoints of a FlightInfo)", nor, describeBytes(b), forms))
 }
 
 // descriptorForms says what descriptors call takes.
@@ -216,11 +215,11 @@ func UnknownDescriptor(call string, d *flight.FlightDescriptor, withSQL bool) er
 	case d == nil, d.Type == flight.DescriptorPATH:
 		return nil
 	case d.Type != flight.DescriptorCMD:
-		return invalid("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(d.Type), descriptorForms(call, withSQL))
+		return Status(invalidf("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(d.Type), descriptorForms(call, withSQL)))
 	}
 	if url, ok := anyTypeURL(d.Cmd); ok && !IsFlightSQLType(url) {
-		return invalid("%s: the command is a protobuf Any of type %q, which this server does not take: send %s",
-			call, catalog.Truncate(url, 128), descriptorForms(call, withSQL))
+		return Status(invalidf("%s: the command is a protobuf Any of type %q, which this server does not take: send %s",
+			call, catalog.Truncate(url, 128), descriptorForms(call, withSQL)))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ type UpgradeResult struct {
 
 func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	var req upgradeRequest
-	if err := decodeStrict(ActionUpgrade, body, &req); err != nil {
+	if err := decodeJSON(ActionUpgrade, body, &req); err != nil {
 		return nil, err
 	}
 	tb, err := s.Table(ctx, req.Table)
@@ -46,7 +46,7 @@ func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	co.Alloc = s.scanAlloc()
 	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: co})
 	if err != nil {
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	if !rep.DryRun {
 		s.log.Info("table upgraded", "table", req.Table, "converted_commits", rep.ConvertedCommits, "backup", rep.Backup,

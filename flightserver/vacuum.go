@@ -70,7 +70,7 @@ type VacuumResult struct {
 
 func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	var req vacuumRequest
-	if err := decodeStrict(ActionVacuum, body, &req); err != nil {
+	if err := decodeJSON(ActionVacuum, body, &req); err != nil {
 		return nil, err
 	}
 	opts := tableformat.DefaultVacuumOptions()
@@ -78,7 +78,7 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	if req.OlderThan != nil {
 		t, err := time.Parse(time.RFC3339Nano, *req.OlderThan)
 		if err != nil {
-			return nil, invalid("vacuum: older_than %q is not an RFC 3339 time (for example 2024-06-01T00:00:00Z)", *req.OlderThan)
+			return nil, invalidf("vacuum: older_than %q is not an RFC 3339 time (for example 2024-06-01T00:00:00Z)", *req.OlderThan)
 		}
 		opts.OlderThan = t
 	}
@@ -86,11 +86,11 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		d, err := time.ParseDuration(*req.Retention)
 		switch {
 		case req.OlderThan != nil:
-			return nil, invalid("vacuum: give older_than or retention, not both")
+			return nil, invalidf("vacuum: give older_than or retention, not both")
 		case err != nil:
-			return nil, invalid("vacuum: retention %q is not a duration (for example 2h or 30m)", *req.Retention)
+			return nil, invalidf("vacuum: retention %q is not a duration (for example 2h or 30m)", *req.Retention)
 		case d < 0:
-			return nil, invalid("vacuum: retention %q is negative: the cutoff would be in the future", *req.Retention)
+			return nil, invalidf("vacuum: retention %q is negative: the cutoff would be in the future", *req.Retention)
 		}
 		opts.OlderThan = time.Now().Add(-d)
 	}
@@ -98,9 +98,9 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 		d, err := time.ParseDuration(*req.KeepSnapshots)
 		switch {
 		case err != nil:
-			return nil, invalid("vacuum: keep_snapshots %q is not a duration (for example 168h, 30m or 0s)", *req.KeepSnapshots)
+			return nil, invalidf("vacuum: keep_snapshots %q is not a duration (for example 168h, 30m or 0s)", *req.KeepSnapshots)
 		case d < 0:
-			return nil, invalid("vacuum: keep_snapshots %q is negative", *req.KeepSnapshots)
+			return nil, invalidf("vacuum: keep_snapshots %q is negative", *req.KeepSnapshots)
 		}
 		opts.KeepSnapshots = &d
 	}
@@ -112,7 +112,7 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// A partial Apply comes back with a report too; the error (which
 		// names every failed file) is what the client gets.
-		return nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+		return nil, &catalog.TableError{Name: req.Table, Err: err}
 	}
 	if rep.Applied {
 		s.log.Info("vacuum applied", "table", req.Table, "deleted", rep.Deleted, "expired", rep.Expired, "deleted_bytes", rep.DeletedBytes, "by", guard.CallerName(ctx))

@@ -30,9 +30,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/tsflight/tsflight/flightserver"
 )
 
@@ -80,13 +77,13 @@ func resolveTable(r *tableRef, names []string) (at tableAt, ok bool, err error) 
 func parseVersionSuffix(ref, suffix string) (uint64, error) {
 	digits, ok := strings.CutPrefix(asciiLower(suffix), "v")
 	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return 0, status.Errorf(codes.InvalidArgument,
+		return 0, invalidf(
 			"table reference %q: %q is not a version; name a table at a version as a quoted identifier, the table's name, @v and the version number: \"cpu@v12\"",
 			truncateName(ref), truncateName(versionMark+suffix))
 	}
 	v, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil {
-		return 0, status.Errorf(codes.InvalidArgument, "table reference %q: version %s is out of range (at most %d)", truncateName(ref), truncateName(digits), uint64(math.MaxUint64))
+		return 0, invalidf("table reference %q: version %s is out of range (at most %d)", truncateName(ref), truncateName(digits), uint64(math.MaxUint64))
 	}
 	return v, nil
 }
@@ -112,7 +109,7 @@ func checkAtClauses(stmt map[string]any) error {
 			return
 		}
 		name := truncateName(str(m["table_name"]))
-		bad = status.Errorf(codes.InvalidArgument,
+		bad = invalidf(
 			"%s AT (%s => …) is not supported in tsflight SQL; read a table at a version by naming it as a quoted identifier with the version: \"%s@v12\" reads version 12",
 			name, truncateName(str(at["unit"])), name)
 	})

@@ -13,13 +13,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // sqlStatus is sqlStatusIn for the server's root.
 func (s *Server) sqlStatus(err error) error { return sqlStatusIn(s.svc.Root(), err) }
 
-// sqlStatusIn maps an error from DuckDB (or from the table layer) to the
-// gRPC status a client sees. It is the one place SQL errors get codes:
+// sqlStatusIn maps an error of a Flight SQL call to the gRPC status a
+// client sees (the router calls it where a call leaves the server). It is
+// the one place DuckDB's own errors get codes:
 //
 //	parser, binder, conversion, invalid input, type errors  InvalidArgument
 //	catalog "does not exist"                                 NotFound
@@ -35,11 +38,18 @@ func (s *Server) sqlStatus(err error) error { return sqlStatusIn(s.svc.Root(), e
 // its segments. (Each Server passes its own: servers over different roots
 // in one process neither scrub nor claim each other's paths.)
 //
-// An error that already carries a gRPC status keeps it; table errors go
-// through flightserver.Status.
+// An error that already carries a gRPC status keeps it; errors with a
+// category (a reqerr.Error, the table's) go through flightserver.Status.
 func sqlStatusIn(root string, err error) error {
 	if err == nil {
 		return nil
+	}
+	// A refusal with a category (reqerr.Errorf) keeps its own message:
+	// flightserver.Status maps it, then the root is scrubbed as from any
+	// status.
+	var re *reqerr.Error
+	if errors.As(err, &re) {
+		err = flightserver.Status(err)
 	}
 	if st, ok := status.FromError(err); ok {
 		if msg := scrubRoot(st.Message(), root); msg != st.Message() {
@@ -129,4 +139,18 @@ func segmentOf(msg, root string) (table, seg string, ok bool) {
 		return table, seg, true
 	}
 	return "", "", false
+}
+
+// invalidf is a refusal of category tableformat.ErrInvalidInput
+// (InvalidArgument) naming what is wrong.
+func invalidf(format string, args ...any) error {
+	return reqerr.Errorf(tableformat.ErrInvalidInput, format, args...)
+}
+
+// internalf is an error of category reqerr.ErrInternal, a bug: the edge
+// gives it INTERNAL and its message. It formats a cause with %v, never
+// wrapping it, so that a context or DuckDB error inside does not choose
+// another code.
+func internalf(format string, args ...any) error {
+	return reqerr.Errorf(reqerr.ErrInternal, format, args...)
 }

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // Bulk ingest (CommandStatementIngest) appends the stream through the same
@@ -63,15 +65,15 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	case len(cmd.GetTransactionId()) > 0:
 		return 0, errNoTransactions()
 	case cmd.GetTemporary():
-		return 0, status.Error(codes.InvalidArgument, "ingest: temporary tables are not supported (every tsflight table is durable)")
+		return 0, invalidf("ingest: temporary tables are not supported (every tsflight table is durable)")
 	case cmd.GetCatalog() != "" && cmd.GetCatalog() != catalogName:
-		return 0, status.Errorf(codes.NotFound, "ingest: catalog %q does not exist (the only catalog is %q)", cmd.GetCatalog(), catalogName)
+		return 0, reqerr.Errorf(tableformat.ErrNotFound, "ingest: catalog %q does not exist (the only catalog is %q)", cmd.GetCatalog(), catalogName)
 	case cmd.GetSchema() != "" && cmd.GetSchema() != schemaName:
-		return 0, status.Errorf(codes.NotFound, "ingest: schema %q does not exist (the only schema is %q)", cmd.GetSchema(), schemaName)
+		return 0, reqerr.Errorf(tableformat.ErrNotFound, "ingest: schema %q does not exist (the only schema is %q)", cmd.GetSchema(), schemaName)
 	}
 	for k := range cmd.GetOptions() {
 		if key, ok := strings.CutPrefix(k, "tsflight."); ok && !slices.Contains(ingestKeys, key) {
-			return 0, status.Errorf(codes.InvalidArgument, "ingest: unknown option %q (known: tsflight.%s)", k, strings.Join(ingestKeys, ", tsflight."))
+			return 0, invalidf("ingest: unknown option %q (known: tsflight.%s)", k, strings.Join(ingestKeys, ", tsflight."))
 		}
 	}
 	if err := flightserver.ValidateTableName(name); err != nil {
@@ -87,16 +89,16 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		}
 	}
 	if ifExists == flightsql.TableDefinitionOptionsTableExistsOptionReplace {
-		return 0, status.Error(codes.Unimplemented, "ingest: mode replace is not supported: tsflight tables are append-only and the table format has no atomic replace yet; use create, append or create_append")
+		return 0, reqerr.Errorf(reqerr.ErrUnimplemented, "ingest: mode replace is not supported: tsflight tables are append-only and the table format has no atomic replace yet; use create, append or create_append")
 	}
 	tb, err := s.table(ctx, name)
 	switch {
 	case err == nil && ifExists == flightsql.TableDefinitionOptionsTableExistsOptionFail:
-		return 0, status.Errorf(codes.AlreadyExists, "ingest: table %s already exists (mode create); use mode append or create_append to add rows", name)
+		return 0, reqerr.Errorf(tableformat.ErrAlreadyExists, "ingest: table %s already exists (mode create); use mode append or create_append to add rows", name)
 	case err != nil && status.Code(err) != codes.NotFound:
 		return 0, err
 	case err != nil && ifNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionFail:
-		return 0, status.Errorf(codes.NotFound, "ingest: table %s does not exist (mode append); use mode create or create_append", name)
+		return 0, reqerr.Errorf(tableformat.ErrNotFound, "ingest: table %s does not exist (mode append); use mode create or create_append", name)
 	case err != nil:
 		spec, err := ingestSpec(ctx, cmd.GetOptions(), rdr.Schema())
 		if err != nil {
@@ -108,7 +110,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 			// it.
 			tb, err = s.svc.Create(ctx, name, spec, rdr.Schema())
 			if status.Code(err) == codes.AlreadyExists {
-				return 0, status.Errorf(codes.AlreadyExists, "ingest: table %s already exists (mode create; another ingest created it first); use mode append or create_append to add rows", name)
+				return 0, reqerr.Errorf(tableformat.ErrAlreadyExists, "ingest: table %s already exists (mode create; another ingest created it first); use mode append or create_append to add rows", name)
 			}
 		} else {
 			tb, _, err = s.svc.OpenOrCreate(ctx, name, spec, rdr.Schema())
@@ -138,14 +140,14 @@ func ingestSpec(ctx context.Context, opts map[string]string, sc *arrow.Schema) (
 			}
 		}
 		if len(ts) != 1 {
-			return nil, status.Errorf(codes.InvalidArgument,
+			return nil, invalidf(
 				"ingest: creating a table needs its index column: set option tsflight.index_column or header x-tsflight-index-column (the data has %d timestamp columns: %s)", len(ts), strings.Join(ts, ", "))
 		}
 		spec.IndexColumn = ts[0]
 	}
 	idx, ok := sc.FieldsByName(spec.IndexColumn)
 	if !ok {
-		return nil, status.Errorf(codes.InvalidArgument, "ingest: index column %q is not in the data (columns: %s)", spec.IndexColumn, fieldList(sc))
+		return nil, invalidf("ingest: index column %q is not in the data (columns: %s)", spec.IndexColumn, fieldList(sc))
 	}
 	switch idx[0].Type.ID() {
 	case arrow.TIMESTAMP:
@@ -155,11 +157,11 @@ func ingestSpec(ctx context.Context, opts map[string]string, sc *arrow.Schema) (
 	case arrow.UINT64:
 		spec.IndexType = "uint64"
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "ingest: index column %q has type %s; it must be a timestamp, int64 or uint64", spec.IndexColumn, idx[0].Type)
+		return nil, invalidf("ingest: index column %q has type %s; it must be a timestamp, int64 or uint64", spec.IndexColumn, idx[0].Type)
 	}
 	g := ingestOption(ctx, opts, "granularity")
 	if g == "" {
-		return nil, status.Error(codes.InvalidArgument,
+		return nil, invalidf(
 			"ingest: creating a table needs its coverage granularity: set option tsflight.granularity or header x-tsflight-granularity (e.g. 1s, 1m, 1h, 1d; an integer width for integer indexes)")
 	}
 	raw, _ := json.Marshal(g)

@@ -48,7 +48,7 @@ func (s *Server) rowsStream(sc *arrow.Schema, rows [][]any) (*arrow.Schema, <-ch
 	for _, r := range rows {
 		for i, v := range r {
 			if err := appendValue(b.Field(i), v); err != nil {
-				return nil, nil, status.Errorf(codes.Internal, "building %s: %v", sc.Field(i).Name, err)
+				return nil, nil, internalf("building %s: %v", sc.Field(i).Name, err)
 			}
 		}
 	}
@@ -94,7 +94,7 @@ const maxPattern = 1024
 func checkPatterns(patterns ...*string) error {
 	for _, p := range patterns {
 		if p != nil && len(*p) > maxPattern {
-			return status.Errorf(codes.InvalidArgument, "a filter pattern of %d bytes: at most %d", len(*p), maxPattern)
+			return invalidf("a filter pattern of %d bytes: at most %d", len(*p), maxPattern)
 		}
 	}
 	return nil
@@ -254,7 +254,7 @@ func (s *Server) tableSchema(ctx context.Context, name string) (*arrow.Schema, e
 	} else {
 		as, err := tableformat.ArrowSchema(st.Schema())
 		if err != nil {
-			return nil, status.Errorf(codes.Internal, "table %s: %v", name, err)
+			return nil, internalf("table %s: %v", name, err)
 		}
 		fields = slices.Clone(as.Fields())
 	}

@@ -10,9 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -85,7 +83,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		s.parsed.put(q, a)
 	}
 	if pinned == nil && a.params > len(args) && len(args) > 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, %d were bound", a.params, len(args))
+		return nil, invalidf("the statement has %d parameters, %d were bound", a.params, len(args))
 	}
 	p := &queryPlan{versions: map[string]uint64{}, params: a.params, declared: a.params, consumed: map[int]bool{}}
 	names, err := s.tableNamesFor(a)
@@ -123,7 +121,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		}
 		if r.shadowed {
 			// Read through a bare name, the reference would read the CTE.
-			return nil, status.Errorf(codes.InvalidArgument, "the qualified reference to table %s is hidden by a common table expression named %s; give the CTE another name", at.key, r.name)
+			return nil, invalidf("the qualified reference to table %s is hidden by a common table expression named %s; give the CTE another name", at.key, r.name)
 		}
 		if _, seen := byKey[at.key]; !seen {
 			inline[at.key] = !a.cteNames[asciiLower(at.key)]
@@ -139,7 +137,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		if n == 0 {
 			inline[at.key] = false
 			if r.catalog != "" || r.schema != "" {
-				return nil, status.Errorf(codes.InvalidArgument, "cannot locate the qualified reference to table %s in the statement; use the bare name", at.key)
+				return nil, invalidf("cannot locate the qualified reference to table %s in the statement; use the bare name", at.key)
 			}
 			continue
 		}
@@ -179,7 +177,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 				if st, err = tb.StateAt(ctx, v); err != nil {
 					// NOT_FOUND, as for every version pinned elsewhere
 					// (docs/design.md, retention): run the query again.
-					return nil, nil, status.Errorf(codes.NotFound, "table %s: version %d of this statement's snapshot is gone (execute the query again for the newest): %v", at.table, v, err)
+					return nil, nil, reqerr.Errorf(tableformat.ErrNotFound, "table %s: version %d of this statement's snapshot is gone (execute the query again for the newest): %v", at.table, v, err)
 				}
 			}
 			p.versions[at.table] = st.Version
@@ -240,11 +238,11 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 		}
 		p.setup = append(p.setup, stmts...)
 		if f.loc < 0 || f.loc >= len(q) {
-			return nil, status.Errorf(codes.InvalidArgument, "cannot locate the call of %s in the statement", f.name)
+			return nil, invalidf("cannot locate the call of %s in the statement", f.name)
 		}
 		n, ok := callSpan(q[f.loc:])
 		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "cannot locate the call of %s in the statement", f.name)
+			return nil, invalidf("cannot locate the call of %s in the statement", f.name)
 		}
 		edits = append(edits, edit{f.loc, n, sqlIdent(tmp)})
 		for _, ve := range f.args {
@@ -269,7 +267,7 @@ func (s *Server) planQuery(ctx context.Context, sess *session, q string, args []
 	text := q
 	for i, e := range edits {
 		if i > 0 && e.at+e.n > edits[i-1].at {
-			return nil, status.Error(codes.InvalidArgument, "overlapping table references in the statement")
+			return nil, invalidf("overlapping table references in the statement")
 		}
 		text = text[:e.at] + e.with + text[e.at+e.n:]
 	}
@@ -372,5 +370,5 @@ func unknownTable(r *tableRef, names []string) error {
 	if len(names) == 0 {
 		list = "none yet"
 	}
-	return status.Errorf(codes.NotFound, "table %q does not exist (tables: %s)", truncateName(full), list)
+	return reqerr.Errorf(tableformat.ErrNotFound, "table %q does not exist (tables: %s)", truncateName(full), list)
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // prepared is an open prepared statement: its text, schemas and the
@@ -107,11 +109,12 @@ func (p *preparedStore) evictOldest(mine bool, owner, keep string) bool {
 }
 
 // errPreparedBytes refuses a statement that alone would pass its owner's
-// byte share.
+// byte share. The refusal is the store's answer (put, bind) and a status
+// already: the store is used, and tested, as a unit.
 func (p *preparedStore) errPreparedBytes(what string, n int64) error {
 	_, share := p.share()
-	return status.Errorf(codes.ResourceExhausted, "%s would hold %s in the server, over the prepared-statement budget of %s per caller (a quarter of the server's %s, --sql-prepared-bytes): send a shorter text or bind fewer or smaller parameter rows",
-		what, formatBytes(n), formatBytes(share), formatBytes(p.maxBytes))
+	return flightserver.Status(reqerr.Errorf(reqerr.ErrResourceExhausted, "%s would hold %s in the server, over the prepared-statement budget of %s per caller (a quarter of the server's %s, --sql-prepared-bytes): send a shorter text or bind fewer or smaller parameter rows",
+		what, formatBytes(n), formatBytes(share), formatBytes(p.maxBytes)))
 }
 
 // put stores ps under h. When the store is full (in number or bytes) the
@@ -225,7 +228,7 @@ func formatBytes(n int64) string {
 const MaxParameterRows = 10_000
 
 // errUnknownPrepared is the answer for a handle that is not the caller's.
-var errUnknownPrepared = status.Error(codes.NotFound, "unknown or expired prepared statement handle (prepare the statement again)")
+var errUnknownPrepared = reqerr.Errorf(tableformat.ErrNotFound, "unknown or expired prepared statement handle (prepare the statement again)")
 
 func (p *preparedStore) get(ctx context.Context, h []byte) (*prepared, error) {
 	p.mu.Lock()
@@ -259,7 +262,7 @@ func callerName(ctx context.Context) string {
 }
 
 func errNoTransactions() error {
-	return status.Error(codes.InvalidArgument, "tsflight has no transactions (SqlInfo FLIGHT_SQL_SERVER_TRANSACTION is NONE): send the request without a transaction id")
+	return invalidf("tsflight has no transactions (SqlInfo FLIGHT_SQL_SERVER_TRANSACTION is NONE): send the request without a transaction id")
 }
 
 // CreatePreparedStatement plans the query (refusing anything but a query)
@@ -368,19 +371,19 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		if int(rec.NumCols()) != ps.nparams {
-			return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters, the bound batch has %d columns", ps.nparams, rec.NumCols())
+			return nil, invalidf("the statement has %d parameters, the bound batch has %d columns", ps.nparams, rec.NumCols())
 		}
 		// Every bound row is one execution, planned on its own, and the
 		// rows stay until the statement closes: any read token may bind
 		// them (the fifth review held 3.5 GB with 32 M rows).
 		if len(rows)+int(rec.NumRows()) > MaxParameterRows {
-			return nil, status.Errorf(codes.ResourceExhausted, "more than %d parameter rows bound to one prepared statement; each row is one execution: bind fewer, or send the values in the query (IN lists, a VALUES join)", MaxParameterRows)
+			return nil, reqerr.Errorf(reqerr.ErrResourceExhausted, "more than %d parameter rows bound to one prepared statement; each row is one execution: bind fewer, or send the values in the query (IN lists, a VALUES join)", MaxParameterRows)
 		}
 		// A dictionary index beyond its dictionary would panic the value
 		// conversion.
 		for c, col := range rec.Columns() {
 			if err := array.ValidateFull(col); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
+				return nil, invalidf("parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
 			}
 		}
 		for r := 0; r < int(rec.NumRows()); r++ {
@@ -388,7 +391,7 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 			for c := range row {
 				v, err := goValue(rec.Column(c), r)
 				if err != nil {
-					return nil, status.Errorf(codes.InvalidArgument, "parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
+					return nil, invalidf("parameter %d (%s): %v", c+1, rec.Schema().Field(c).Name, err)
 				}
 				row[c] = v
 			}
@@ -401,7 +404,7 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 		}
 	}
 	if err := rdr.Err(); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "reading the parameters: %v", err)
+		return nil, invalidf("reading the parameters: %v", err)
 	}
 	if ctx.Err() != nil {
 		return nil, status.FromContextError(ctx.Err()).Err()
@@ -419,7 +422,7 @@ func (ps *prepared) boundRows() ([][]any, error) {
 		return [][]any{nil}, nil
 	}
 	if len(ps.rows) == 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "the statement has %d parameters and none are bound", ps.nparams)
+		return nil, invalidf("the statement has %d parameters and none are bound", ps.nparams)
 	}
 	return ps.rows, nil
 }
@@ -458,7 +461,7 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 	}
 	t, err := flightsql.GetStatementQueryTicket(info.Endpoint[0].Ticket)
 	if err != nil {
-		return nil, nil, status.Error(codes.Internal, err.Error())
+		return nil, nil, internalf("%v", err)
 	}
 	return s.DoGetStatement(ctx, t)
 }
@@ -478,7 +481,7 @@ func (s *Server) DoPutCommandStatementUpdate(_ context.Context, cmd flightsql.St
 func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
 	info := req.GetInfo()
 	if info == nil || len(info.Endpoint) == 0 {
-		return flight.CancelFlightInfoResult{}, status.Error(codes.InvalidArgument, "CancelFlightInfo: the request carries no FlightInfo endpoints")
+		return flight.CancelFlightInfoResult{}, invalidf("CancelFlightInfo: the request carries no FlightInfo endpoints")
 	}
 	now := time.Now()
 	s.cancelMu.Lock()

@@ -19,11 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 )
 
 // stmtHandle is the statement handle inside a TicketStatementQuery: the
@@ -174,11 +174,11 @@ func (s *Server) flightInfo(ctx context.Context, q string, rows [][]any, desc *f
 func (s *Server) endpointOf(h *stmtHandle) ([]*flight.FlightEndpoint, error) {
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, internalf("%v", err)
 	}
 	tkt, err := flightsql.CreateStatementQueryTicket(raw)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, internalf("%v", err)
 	}
 	return []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}, nil
 }
@@ -336,12 +336,12 @@ func (s *Server) setup(ctx context.Context, sess *session, plan *queryPlan) erro
 func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	var h stmtHandle
 	if err := json.Unmarshal(tkt.GetStatementHandle(), &h); err != nil || h.Query == "" {
-		return nil, nil, status.Error(codes.InvalidArgument, "the ticket is not a tsflight statement ticket")
+		return nil, nil, invalidf("the ticket is not a tsflight statement ticket")
 	}
 	if len(h.Rows) > MaxParameterRows {
 		// Tickets are the client's: the cap of DoPutPreparedStatementQuery
 		// holds here too.
-		return nil, nil, status.Errorf(codes.ResourceExhausted, "the ticket carries %d parameter rows; at most %d (each row is one execution)", len(h.Rows), MaxParameterRows)
+		return nil, nil, reqerr.Errorf(reqerr.ErrResourceExhausted, "the ticket carries %d parameter rows; at most %d (each row is one execution)", len(h.Rows), MaxParameterRows)
 	}
 	rows := [][]any{nil}
 	if len(h.Rows) > 0 {
@@ -358,7 +358,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 	ctx, cancel := context.WithCancel(ctx)
 	if !s.startRun(h.ID, cancel) {
 		cancel()
-		return nil, nil, status.Error(codes.Canceled, "the query was cancelled (CancelFlightInfo)")
+		return nil, nil, reqerr.Errorf(context.Canceled, "the query was cancelled (CancelFlightInfo)")
 	}
 	fail := func(err error) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 		s.endRun(h.ID)
@@ -394,7 +394,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		if target, err = flight.DeserializeSchema(h.Schema, s.alloc); err != nil {
 			rdr.Release()
 			sess.close()
-			return fail(status.Errorf(codes.InvalidArgument, "the ticket's schema is malformed: %v", err))
+			return fail(invalidf("the ticket's schema is malformed: %v", err))
 		}
 	}
 	ch := make(chan flight.StreamChunk, 1)
@@ -412,7 +412,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 					current.Release()
 				}
 				s.log.Error("result stream panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				sendChunk(parent, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "internal error streaming the result (see the server log)")})
+				sendChunk(parent, ch, flight.StreamChunk{Err: internalf("internal error streaming the result (see the server log)")})
 			}
 		}()
 		if hook := streamTestHook.Load(); hook != nil {
@@ -440,7 +440,7 @@ func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQuer
 		if ctx.Err() != nil && parent.Err() == nil {
 			// CancelFlightInfo stopped the query while the client still
 			// reads: tell it, rather than ending the stream as if complete.
-			sendChunk(parent, ch, flight.StreamChunk{Err: status.Error(codes.Canceled, "the query was cancelled (CancelFlightInfo)")})
+			sendChunk(parent, ch, flight.StreamChunk{Err: reqerr.Errorf(context.Canceled, "the query was cancelled (CancelFlightInfo)")})
 		}
 	}()
 	return target, ch, nil
@@ -515,7 +515,7 @@ func (b *rowBudget) take(rec arrow.RecordBatch) (int64, error) {
 	}
 	keep := b.max - b.sent
 	b.sent = b.max
-	return keep, status.Errorf(codes.ResourceExhausted, "the query returns more than the server's limit of %d rows (--max-result-rows); the first %d rows were sent: add a LIMIT, narrow the WHERE clause or aggregate", b.max, b.max)
+	return keep, reqerr.Errorf(reqerr.ErrResourceExhausted, "the query returns more than the server's limit of %d rows (--max-result-rows); the first %d rows were sent: add a LIMIT, narrow the WHERE clause or aggregate", b.max, b.max)
 }
 
 // stream merges DuckDB's small chunks into batches of target's schema and
@@ -545,13 +545,13 @@ func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arr
 		}
 		parts, rows, bytes = parts[:0], 0, 0
 		if err != nil {
-			send(flight.StreamChunk{Err: status.Errorf(codes.Internal, "merging result batches: %v", err)})
+			send(flight.StreamChunk{Err: internalf("merging result batches: %v", err)})
 			return false
 		}
 		if rec, err = conform(rec, target, s.alloc); err != nil {
 			// The target schema travels in the ticket, which the client
 			// holds and may have edited.
-			send(flight.StreamChunk{Err: status.Errorf(codes.InvalidArgument, "the result does not fit the ticket's schema (a ticket from GetFlightInfo is used as it came): %v", err)})
+			send(flight.StreamChunk{Err: invalidf("the result does not fit the ticket's schema (a ticket from GetFlightInfo is used as it came): %v", err)})
 			return false
 		}
 		keep, over := budget.take(rec)

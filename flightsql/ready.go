@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	bindings "github.com/duckdb/duckdb-go-bindings"
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -68,7 +67,7 @@ func (r *readyQuery) start(ps bindings.PreparedStatement) {
 				if r.log != nil {
 					r.log.Error("starting a query panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				}
-				r.err = status.Error(codes.Internal, "internal error starting the query (see the server log)")
+				r.err = internalf("internal error starting the query (see the server log)")
 			}
 		}()
 		r.rdr, r.err = r.sess.execute(ctx, ps, r.args)
@@ -394,7 +393,7 @@ func rowsKey(args []any) (string, error) {
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
-		return "", status.Error(codes.Internal, err.Error())
+		return "", internalf("%v", err)
 	}
 	return string(b), nil
 }

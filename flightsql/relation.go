@@ -12,9 +12,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -57,7 +56,7 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 			return "", nil, segmentLost(root, name, sg.Path, err)
 		}
 		if rows < 0 || uint64(rows) != sg.RowCount {
-			return "", nil, status.Errorf(codes.DataLoss, "table %s: segment %s is damaged: its footer says %d rows, the table's log records %d (replaced by another file?); restore it or run tsflight check", name, sg.Path, rows, sg.RowCount)
+			return "", nil, reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s is damaged: its footer says %d rows, the table's log records %d (replaced by another file?); restore it or run tsflight check", name, sg.Path, rows, sg.RowCount)
 		}
 		if i == 0 {
 			first = cols
@@ -78,7 +77,7 @@ func (s *Server) relationSQL(name string, st *tableformat.State, segs []tablefor
 		}
 		typ, err := duckType(f.Type)
 		if err != nil {
-			return "", nil, status.Errorf(codes.Unimplemented, "table %s: column %s: %v", name, f.Name, err)
+			return "", nil, reqerr.Errorf(reqerr.ErrUnimplemented, "table %s: column %s: %v", name, f.Name, err)
 		}
 		b.WriteString("CAST(NULL AS " + typ + ") AS " + sqlIdent(f.Name))
 	}
@@ -110,13 +109,13 @@ func checkSegmentFile(root, table, file string, sg tableformat.SegmentMeta) (os.
 	fi, err := os.Stat(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is missing: the table's log lists it but the file is gone", table, sg.Path)
+		return nil, reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s is missing: the table's log lists it but the file is gone", table, sg.Path)
 	case err != nil:
 		return nil, segmentLost(root, table, sg.Path, err)
 	case !fi.Mode().IsRegular():
-		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is not a regular file", table, sg.Path)
+		return nil, reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s is not a regular file", table, sg.Path)
 	case sg.FileSize != nil && uint64(fi.Size()) != *sg.FileSize:
-		return nil, status.Errorf(codes.DataLoss, "table %s: segment %s is damaged: the file has %d bytes, the table's log records %d (truncated or replaced)", table, sg.Path, fi.Size(), *sg.FileSize)
+		return nil, reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s is damaged: the file has %d bytes, the table's log records %d (truncated or replaced)", table, sg.Path, fi.Size(), *sg.FileSize)
 	}
 	return fi, nil
 }
@@ -124,7 +123,7 @@ func checkSegmentFile(root, table, file string, sg tableformat.SegmentMeta) (os.
 // segmentLost is the DATA_LOSS of a planned segment that cannot be read,
 // with the root scrubbed from the cause.
 func segmentLost(root, table, seg string, err error) error {
-	return status.Errorf(codes.DataLoss, "table %s: segment %s cannot be read: %s", table, seg, scrubRoot(err.Error(), root))
+	return reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s cannot be read: %s", table, seg, scrubRoot(err.Error(), root))
 }
 
 // duckType names the DuckDB type of an Arrow type, for typed NULLs.

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // A statement is analysed with DuckDB's own parser (json_serialize_sql),
@@ -88,7 +85,7 @@ type funcCall struct {
 
 // errReadOnly is the answer to any statement but a query.
 func errReadOnly(what string) error {
-	return status.Errorf(codes.InvalidArgument,
+	return invalidf(
 		"tsflight SQL is read-only: %s is not supported. Query with SELECT; write with bulk ingest (ADBC adbc_ingest, Flight SQL CommandStatementIngest) or a Flight DoPut, and use the Flight actions create-table and add-columns for schema changes", what)
 }
 
@@ -122,21 +119,21 @@ func parseOne(ctx context.Context, s *session, q string) (map[string]any, error)
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
-		return nil, status.Errorf(codes.Internal, "reading DuckDB's parse of the statement: %v", err)
+		return nil, internalf("reading DuckDB's parse of the statement: %v", err)
 	}
 	if isTrue(root["error"]) {
 		msg, _ := root["error_message"].(string)
 		if strings.Contains(msg, "Only SELECT statements") {
 			return nil, errReadOnly("a statement other than a query (" + firstWord(q) + ")")
 		}
-		return nil, status.Error(codes.InvalidArgument, parseErrorHint(msg)) // a parser error
+		return nil, invalidf("%s", parseErrorHint(msg)) // a parser error
 	}
 	stmts, _ := root["statements"].([]any)
 	switch {
 	case len(stmts) == 0:
-		return nil, status.Error(codes.InvalidArgument, "the SQL text holds no statement")
+		return nil, invalidf("the SQL text holds no statement")
 	case len(stmts) > 1:
-		return nil, status.Errorf(codes.InvalidArgument, "the SQL text holds %d statements; send one at a time", len(stmts))
+		return nil, invalidf("the SQL text holds %d statements; send one at a time", len(stmts))
 	}
 	stmt, _ := stmts[0].(map[string]any)
 	return stmt, nil

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -18,7 +16,12 @@ import (
 	"github.com/tsflight/tsflight/flightserver"
 )
 
-// router is the one Flight service of a tsflight listener. arrow-go's
+// router is the one Flight service of a tsflight listener, and the edge of
+// the Flight SQL calls: what arrow-go's Flight SQL server returns from this
+// package's handlers passes sqlEdge once (sqlStatus: DuckDB's own errors,
+// then flightserver.Status for every category), so that the statement
+// analysis and the other checks return errors with a category, not gRPC
+// statuses. (The plain service's handlers map their own errors.) arrow-go's
 // Flight SQL server rejects whatever is not a Flight SQL command, so the
 // router sends path descriptors, tsflight's JSON commands, tickets and
 // actions, and ListFlights to the plain Flight service, and the rest to
@@ -92,23 +95,24 @@ func checkSQL(call, holder string, b []byte, accepted []string) error {
 		shown = shown[:128] + "…"
 	}
 	if _, err := protoregistry.GlobalTypes.FindMessageByURL(url); err == nil {
-		return status.Errorf(codes.InvalidArgument, "%s: the Flight SQL message %q is not one a %s takes; a Flight SQL %s holds one of: %s",
+		return invalidf("%s: the Flight SQL message %q is not one a %s takes; a Flight SQL %s holds one of: %s",
 			call, shown, holder, holder, list)
 	}
 	hint := "."
 	if c := flightserver.Closest(name, accepted); c != "" {
 		hint = fmt.Sprintf("; did you mean %q?", c)
 	}
-	return status.Errorf(codes.InvalidArgument, "%s: unknown Flight SQL message type %q%s A Flight SQL %s holds one of: %s",
+	return invalidf("%s: unknown Flight SQL message type %q%s A Flight SQL %s holds one of: %s",
 		call, shown, hint, holder, list)
 }
 
 func (r *router) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	if sqlDescriptor(d) {
 		if err := checkSQL("GetFlightInfo", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
-			return nil, err
+			return nil, r.sqlEdge(err)
 		}
-		return r.FlightServer.GetFlightInfo(ctx, d)
+		info, err := r.FlightServer.GetFlightInfo(ctx, d)
+		return info, r.sqlEdge(err)
 	}
 	if err := flightserver.UnknownDescriptor("GetFlightInfo", d, true); err != nil {
 		return nil, err
@@ -119,9 +123,10 @@ func (r *router) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) 
 func (r *router) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	if sqlDescriptor(d) {
 		if err := checkSQL("GetSchema", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
-			return nil, err
+			return nil, r.sqlEdge(err)
 		}
-		return r.FlightServer.GetSchema(ctx, d)
+		res, err := r.FlightServer.GetSchema(ctx, d)
+		return res, r.sqlEdge(err)
 	}
 	if err := flightserver.UnknownDescriptor("GetSchema", d, true); err != nil {
 		return nil, err
@@ -137,7 +142,7 @@ func (r *router) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 		return flightserver.UnknownTicket(t.GetTicket(), true)
 	}
 	if err := checkSQL("DoGet", "ticket", t.GetTicket(), sqlTicketTypes); err != nil {
-		return err
+		return r.sqlEdge(err)
 	}
 	// arrow-go's Flight SQL DoGet returns on a failed write without
 	// releasing the batch it was writing; with failures kept here, every
@@ -148,8 +153,12 @@ func (r *router) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	if w.err != nil {
 		return w.err
 	}
-	return err
+	return r.sqlEdge(err)
 }
+
+// sqlEdge maps an error of a Flight SQL handler to the status its client
+// sees (sqlStatus; a status passes unchanged but for the root's path).
+func (r *router) sqlEdge(err error) error { return sqlStatusIn(r.svc.Root(), err) }
 
 // keepFailure remembers the first failed Send and drops later messages.
 type keepFailure struct {
@@ -169,7 +178,7 @@ func (r *router) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	case flightserver.IsAction(a.GetType()):
 		return r.svc.DoAction(a, stream)
 	case flightserver.IsFlightSQLAction(a.GetType()):
-		return r.FlightServer.DoAction(a, stream)
+		return r.sqlEdge(r.FlightServer.DoAction(a, stream))
 	}
 	return flightserver.UnknownAction(a.GetType(), true)
 }
@@ -196,9 +205,9 @@ func (r *router) DoPut(stream flight.FlightService_DoPutServer) error {
 	rs := &replayStream{FlightService_DoPutServer: stream, first: first}
 	if d := first.GetFlightDescriptor(); sqlDescriptor(d) {
 		if err := checkSQL("DoPut", "descriptor", d.Cmd, sqlPutCommands); err != nil {
-			return err
+			return r.sqlEdge(err)
 		}
-		return r.FlightServer.DoPut(rs)
+		return r.sqlEdge(r.FlightServer.DoPut(rs))
 	} else if err := flightserver.UnknownDescriptor("DoPut", d, true); err != nil {
 		return err
 	}

@@ -17,8 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/flightserver/guard"
@@ -173,7 +171,7 @@ type Server struct {
 func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server, error) {
 	o := *opts
 	if o.MaxResultRows < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "MaxResultRows must not be negative, got %d", o.MaxResultRows)
+		return nil, flightserver.Status(invalidf("MaxResultRows must not be negative, got %d", o.MaxResultRows))
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

@@ -17,9 +17,6 @@ import (
 	"context"
 	"sort"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // allowedTableFunctions are the table functions a query may call: pure
@@ -74,20 +71,20 @@ func checkFunctions(stmt map[string]any) error {
 		}
 		switch {
 		case str(m["type"]) == "SHOW_REF":
-			bad = status.Error(codes.InvalidArgument,
+			bad = invalidf(
 				"SHOW, DESCRIBE and SUMMARIZE are not available in tsflight SQL (they show the engine's own objects); list tables and columns with the Flight SQL catalog calls or the describe-table action")
 		case str(m["type"]) == "TABLE_FUNCTION":
 			fn, _ := m["function"].(map[string]any)
 			name := asciiLower(str(fn["function_name"]))
 			if !allowedTableFunctions[name] {
-				bad = status.Errorf(codes.InvalidArgument,
+				bad = invalidf(
 					"table function %s is not available in tsflight SQL (it could read files or change the engine other clients share); the table functions are %s",
 					truncateName(name), strings.Join(tableFunctionNames(), ", "))
 			}
 		case str(m["class"]) == "FUNCTION":
 			name := asciiLower(str(m["function_name"]))
 			if refusedScalarFunctions[name] {
-				bad = status.Errorf(codes.InvalidArgument,
+				bad = invalidf(
 					"function %s is not available in tsflight SQL (it changes or reveals the state of the engine other clients share)", name)
 			}
 		}
@@ -152,7 +149,7 @@ func verifyRewrite(ctx context.Context, sess *session, text string, names, files
 		}
 	})
 	if bad != "" {
-		return status.Errorf(codes.InvalidArgument,
+		return invalidf(
 			"the statement does not read the same once rewritten (%s appeared): check comments, quotes and dollar-quoted strings around the table names and ts_coverage/ts_gaps calls", bad)
 	}
 	return nil

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -46,14 +46,14 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	stateOf func(tableAt) (*tableformat.Table, *tableformat.State, error)) ([]string, error) {
 	usage := f.name + "(table, start, end [, entity])"
 	if f.bad != "" {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %s; usage: %s", f.name, f.bad, usage)
+		return nil, invalidf("%s: %s; usage: %s", f.name, f.bad, usage)
 	}
 	nargs := len(f.args)
 	if f.entity != nil {
 		nargs++
 	}
 	if nargs < 3 || nargs > 4 {
-		return nil, status.Errorf(codes.InvalidArgument, "%s takes 3 or 4 arguments, got %d; usage: %s", f.name, nargs, usage)
+		return nil, invalidf("%s takes 3 or 4 arguments, got %d; usage: %s", f.name, nargs, usage)
 	}
 	if f.unbound(args) {
 		// Preparing: parameters have no values yet. An empty table of the
@@ -77,21 +77,21 @@ func (s *Server) tableFunction(ctx context.Context, f *funcCall, tmp string, arg
 	for i, a := range f.args {
 		v, ok := resolveValue(a, args)
 		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: argument %d is an unbound parameter", f.name, i+1)
+			return nil, invalidf("%s: argument %d is an unbound parameter", f.name, i+1)
 		}
 		vals[i] = v
 	}
 	table, ok := vals[0].(string)
 	if !ok {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: the table argument must be a string naming a table", f.name)
+		return nil, invalidf("%s: the table argument must be a string naming a table", f.name)
 	}
 	// 'cpu@v12' names a version, as in FROM (asof.go).
 	at, ok, err := resolveTable(&tableRef{name: table}, names)
 	switch {
 	case err != nil:
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", f.name, status.Convert(err).Message())
+		return nil, invalidf("%s: %s", f.name, status.Convert(err).Message())
 	case !ok:
-		return nil, status.Errorf(codes.NotFound, "%s: table %q does not exist", f.name, truncateName(table))
+		return nil, reqerr.Errorf(tableformat.ErrNotFound, "%s: table %q does not exist", f.name, truncateName(table))
 	}
 	tb, st, err := stateOf(at)
 	if err != nil {
@@ -122,7 +122,7 @@ func callQuery(f *funcCall, st *tableformat.State, vals, args []any) (tableforma
 	for i, key := range []string{"start", "end"} {
 		v, err := indexBound(st, vals[i+1])
 		if err != nil {
-			return q, status.Errorf(codes.InvalidArgument, "%s: %s: %v", f.name, key, err)
+			return q, invalidf("%s: %s: %v", f.name, key, err)
 		}
 		if i == 0 {
 			q.Start = v
@@ -136,7 +136,7 @@ func callQuery(f *funcCall, st *tableformat.State, vals, args []any) (tableforma
 	}
 	if ent != nil {
 		if q.Entity, err = entityIdentity(st, ent); err != nil {
-			return q, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
+			return q, invalidf("%s: %v", f.name, err)
 		}
 	}
 	return q, nil
@@ -151,7 +151,7 @@ func entityOf(f *funcCall, st *tableformat.State, vals, args []any) (map[string]
 		for k, ve := range f.entity {
 			v, ok := resolveValue(ve, args)
 			if !ok {
-				return nil, status.Errorf(codes.InvalidArgument, "%s: entity %s is an unbound parameter", f.name, k)
+				return nil, invalidf("%s: entity %s is an unbound parameter", f.name, k)
 			}
 			ent[k] = v
 		}
@@ -159,7 +159,7 @@ func entityOf(f *funcCall, st *tableformat.State, vals, args []any) (map[string]
 	case len(vals) == 4 && vals[3] != nil:
 		ent, err := entityArg(st, vals[3])
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: entity: %v", f.name, err)
+			return nil, invalidf("%s: entity: %v", f.name, err)
 		}
 		return ent, nil
 	}
@@ -186,7 +186,7 @@ func (s *Server) gapsTable(ctx context.Context, tmp string, tb *tableformat.Tabl
 	}
 	if truncated {
 		// A table function's rows are the answer: never cut them short.
-		return nil, status.Errorf(codes.ResourceExhausted, "ts_gaps: the range has more than %d gaps, the most one call returns; narrow the range or name an entity", tsGapsMax)
+		return nil, reqerr.Errorf(reqerr.ErrResourceExhausted, "ts_gaps: the range has more than %d gaps, the most one call returns; narrow the range or name an entity", tsGapsMax)
 	}
 	idx := indexSQLType(st.Index().Kind.Type)
 	types := []string{idx, idx, "BOOLEAN", "UBIGINT"}

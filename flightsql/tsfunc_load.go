@@ -11,8 +11,6 @@ import (
 	"unsafe"
 
 	bindings "github.com/duckdb/duckdb-go-bindings"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/tableformat"
 )
@@ -46,7 +44,7 @@ const stagePrefix = "__tsflight_stage_"
 func (s *Server) stageGaps(ctx context.Context, typ tableformat.IndexType, gaps []tableformat.Span) (string, error) {
 	var nonce [12]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", status.Errorf(codes.Internal, "ts_gaps: naming a staging table: %v", err)
+		return "", internalf("ts_gaps: naming a staging table: %v", err)
 	}
 	name := stagePrefix + hex.EncodeToString(nonce[:])
 	sess, err := s.engine.open(ctx)
@@ -152,7 +150,7 @@ func fillGaps(chunk bindings.DataChunk, typ tableformat.IndexType, batch []table
 			a, ok1 := timestampMicros(g.Start)
 			b, ok2 := timestampMicros(g.End)
 			if !ok1 || !ok2 {
-				return status.Errorf(codes.InvalidArgument, "ts_gaps: the gap %s has a bound SQL cannot hold as a timestamp (years 0 to 9999); narrow the range", g)
+				return invalidf("ts_gaps: the gap %s has a bound SQL cannot hold as a timestamp (years 0 to 9999); narrow the range", g)
 			}
 			starts[i], ends[i] = a, b
 		}

@@ -11,8 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // goValue converts one value of a bound parameter column to what DuckDB
@@ -104,7 +102,7 @@ func encodeArgs(args []any) ([]wireValue, error) {
 		case time.Time:
 			out[i] = wireValue{"time", v.UTC().Format(time.RFC3339Nano)}
 		default:
-			return nil, status.Errorf(codes.Internal, "parameter %d: unexpected Go type %T", i+1, a)
+			return nil, internalf("parameter %d: unexpected Go type %T", i+1, a)
 		}
 	}
 	return out, nil
@@ -137,7 +135,7 @@ func decodeArgs(ws []wireValue) ([]any, error) {
 			err = fmt.Errorf("unknown type %q", w[0])
 		}
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "the ticket's parameter %d is malformed: %v", i+1, err)
+			return nil, invalidf("the ticket's parameter %d is malformed: %v", i+1, err)
 		}
 	}
 	return out, nil

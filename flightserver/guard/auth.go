@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/hashicorp/go-hclog"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -189,11 +190,11 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 			}
 			p, err := a.authenticate(ctx)
 			if err != nil {
-				return nil, err
+				return nil, reqerr.Status(err)
 			}
 			noteCaller(ctx, p)
 			if what, write := a.o.Classify.Method(info.FullMethod); write && p.Scope < ScopeWrite {
-				return nil, denied(p, what)
+				return nil, reqerr.Status(denied(p, what))
 			}
 			return h(context.WithValue(ctx, principalKey{}, p), req)
 		},
@@ -207,7 +208,7 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 			}
 			p, err := a.authenticate(ctx)
 			if err != nil {
-				return err
+				return reqerr.Status(err)
 			}
 			noteCaller(ctx, p)
 			stream := &principalStream{ServerStream: ss, ctx: context.WithValue(ctx, principalKey{}, p)}
@@ -223,12 +224,12 @@ func (a *Auth) Middleware() flight.ServerMiddleware {
 					return err
 				}
 				if write {
-					return denied(p, what)
+					return reqerr.Status(denied(p, what))
 				}
 				stream.first = first
 			default:
 				if what, write := a.o.Classify.Method(info.FullMethod); write {
-					return denied(p, what)
+					return reqerr.Status(denied(p, what))
 				}
 			}
 			return h(srv, stream)
@@ -262,7 +263,7 @@ func (a *Auth) Tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		if a.refused != nil {
 			a.refused(info.FullMethodName)
 		}
-		return ctx, err
+		return ctx, reqerr.Status(err)
 	}
 	// The middleware takes the caller from here instead of looking the
 	// token up a second time.
@@ -291,10 +292,10 @@ func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
 func (a *Auth) check(secret string) (Principal, error) {
 	tok, ok := a.o.Tokens().Lookup(secret)
 	if !ok {
-		return Principal{}, status.Error(codes.Unauthenticated, "unknown token: it is not in the server's tokens, or was revoked")
+		return Principal{}, unauthenticatedf("unknown token: it is not in the server's tokens, or was revoked")
 	}
 	if now := a.now(); tok.Expired(now) {
-		return Principal{}, status.Errorf(codes.Unauthenticated, "token %s expired at %s", tok.Name, tok.Expires.UTC().Format(time.RFC3339))
+		return Principal{}, unauthenticatedf("token %s expired at %s", tok.Name, tok.Expires.UTC().Format(time.RFC3339))
 	}
 	return Principal{Name: tok.Name, Scope: tok.Scope, Via: "token", ID: tok.ID}, nil
 }
@@ -307,7 +308,7 @@ func (a *Auth) certPrincipal(ctx context.Context) (Principal, error) {
 			return Principal{Name: subject, Scope: ScopeWrite, Via: "client-certificate", ID: subject}, nil
 		}
 	}
-	return Principal{}, status.Error(codes.Unauthenticated, "a verified client certificate is required")
+	return Principal{}, unauthenticatedf("a verified client certificate is required")
 }
 
 // credential returns the token a call carries in its authorization header.
@@ -320,10 +321,10 @@ func credential(ctx context.Context) (string, error) {
 // credentialOf reads the token from a call's authorization header values.
 func credentialOf(vals []string) (string, error) {
 	if len(vals) == 0 || strings.TrimSpace(vals[0]) == "" {
-		return "", status.Error(codes.Unauthenticated, "authentication required: "+credentialsNeeded)
+		return "", unauthenticatedf("authentication required: %s", credentialsNeeded)
 	}
 	if len(vals) > 1 {
-		return "", status.Error(codes.Unauthenticated, "more than one authorization header: send one")
+		return "", unauthenticatedf("more than one authorization header: send one")
 	}
 	v := strings.TrimSpace(vals[0])
 	scheme, rest, _ := strings.Cut(v, " ")
@@ -331,21 +332,21 @@ func credentialOf(vals []string) (string, error) {
 	switch {
 	case strings.EqualFold(scheme, bearerScheme):
 		if rest == "" {
-			return "", status.Error(codes.Unauthenticated, "the Bearer authorization header carries no token")
+			return "", unauthenticatedf("the Bearer authorization header carries no token")
 		}
 		return rest, nil
 	case strings.EqualFold(scheme, basicScheme):
 		if rest == "" {
-			return "", status.Error(codes.Unauthenticated, "the Basic authorization header carries no credentials")
+			return "", unauthenticatedf("the Basic authorization header carries no credentials")
 		}
 		return basicPassword(rest)
 	}
 	// Quote the scheme only when it is one: a header holding a bare token
 	// must not have any of it echoed (refused calls are logged).
 	if rest != "" && len(scheme) < MinTokenLength && strings.IndexFunc(scheme, notSchemeRune) < 0 {
-		return "", status.Errorf(codes.Unauthenticated, "authorization scheme %q is not supported: %s", scheme, credentialsNeeded)
+		return "", unauthenticatedf("authorization scheme %q is not supported: %s", scheme, credentialsNeeded)
 	}
-	return "", status.Error(codes.Unauthenticated, "the authorization header names no scheme: "+credentialsNeeded)
+	return "", unauthenticatedf("the authorization header names no scheme: %s", credentialsNeeded)
 }
 
 // notSchemeRune reports whether r cannot be part of an HTTP authentication
@@ -362,14 +363,14 @@ func basicPassword(enc string) (string, error) {
 		raw, err = base64.RawStdEncoding.DecodeString(enc)
 	}
 	if err != nil {
-		return "", status.Error(codes.Unauthenticated, "the Basic authorization header is not base64 of user:password")
+		return "", unauthenticatedf("the Basic authorization header is not base64 of user:password")
 	}
 	_, password, ok := strings.Cut(string(raw), ":")
 	if !ok {
-		return "", status.Error(codes.Unauthenticated, "the Basic authorization header is not base64 of user:password")
+		return "", unauthenticatedf("the Basic authorization header is not base64 of user:password")
 	}
 	if password == "" {
-		return "", status.Error(codes.Unauthenticated, "the Basic credentials carry no password: the password is the token (any user name)")
+		return "", unauthenticatedf("the Basic credentials carry no password: the password is the token (any user name)")
 	}
 	return password, nil
 }
@@ -384,7 +385,7 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 	if a.o.Tokens == nil {
 		p, err := a.certPrincipal(ctx)
 		if err != nil {
-			return err
+			return reqerr.Status(err)
 		}
 		noteCaller(ctx, p)
 		a.log.Debug("handshake", "principal", p.Name, "via", p.Via)
@@ -392,12 +393,12 @@ func (a *Auth) handshake(ss grpc.ServerStream) error {
 	}
 	secret, err := credential(ctx)
 	if err != nil {
-		return err
+		return reqerr.Status(err)
 	}
 	p, err := a.check(secret)
 	if err != nil {
-		a.log.Debug("handshake refused", "reason", status.Convert(err).Message(), "peer", peerAddr(ctx))
-		return err
+		a.log.Debug("handshake refused", "reason", err.Error(), "peer", peerAddr(ctx))
+		return reqerr.Status(err)
 	}
 	noteCaller(ctx, p)
 	a.log.Debug("handshake", "principal", p.Name, "scope", p.Scope.String(), "peer", peerAddr(ctx))
@@ -427,7 +428,7 @@ func peerAddr(ctx context.Context) string {
 
 // denied is the error of a call beyond the caller's scope.
 func denied(p Principal, what string) error {
-	return status.Errorf(codes.PermissionDenied, "%s needs write scope; token %s has %s scope", what, p.Name, p.Scope)
+	return reqerr.Errorf(reqerr.ErrPermissionDenied, "%s needs write scope; token %s has %s scope", what, p.Name, p.Scope)
 }
 
 // peekFirst receives the first message of a DoPut or DoAction and
@@ -464,11 +465,18 @@ func (s *principalStream) RecvMsg(m any) error {
 		s.first = nil
 		dst, ok := m.(proto.Message)
 		if !ok {
-			return status.Errorf(codes.Internal, "auth: cannot replay the first message into %T", m)
+			return reqerr.Status(reqerr.Errorf(reqerr.ErrInternal, "auth: cannot replay the first message into %T", m))
 		}
 		proto.Reset(dst)
 		proto.Merge(dst, f)
 		return nil
 	}
 	return s.ServerStream.RecvMsg(m)
+}
+
+// unauthenticatedf is an error of category reqerr.ErrUnauthenticated: the
+// call carries no credential the server accepts. The guard's edges (the
+// middleware, Tap, the Handshake, CheckHTTP) turn it into its status.
+func unauthenticatedf(format string, args ...any) error {
+	return reqerr.Errorf(reqerr.ErrUnauthenticated, format, args...)
 }

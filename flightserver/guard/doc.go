@@ -12,6 +12,10 @@
 //     deadline, and knows each call's connection (so a stalled stream can
 //     be cut).
 //
-// Refusals are gRPC statuses (UNAUTHENTICATED, PERMISSION_DENIED,
-// RESOURCE_EXHAUSTED) whose messages never hold a secret.
+// Refusals are errors with a category of flightserver/reqerr (the guard
+// knows no table, so it cannot use the table's): ErrUnauthenticated,
+// ErrPermissionDenied, ErrResourceExhausted, ErrInvalidArgument. The
+// guard's edges (its interceptors, Tap, Handshake, CheckHTTP, Hold,
+// Limits.Validate) turn them into gRPC statuses with reqerr.Status, the
+// mapping flightserver.Status extends. Their messages never hold a secret.
 package guard

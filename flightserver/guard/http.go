@@ -4,8 +4,7 @@ import (
 	"crypto/tls"
 	"net/http"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 )
 
 // The HTTP side of the guard: the operations listener (metrics, health
@@ -19,14 +18,14 @@ func (a *Auth) CheckHTTP(r *http.Request) error {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			return nil
 		}
-		return status.Error(codes.Unauthenticated, "a verified client certificate is required")
+		return reqerr.Status(unauthenticatedf("a verified client certificate is required"))
 	}
 	secret, err := credentialOf(r.Header.Values(authorizationKey))
 	if err != nil {
-		return err
+		return reqerr.Status(err)
 	}
 	_, err = a.check(secret)
-	return err
+	return reqerr.Status(err)
 }
 
 // HTTPConfig is Config for an HTTP/1.1 listener (Config offers gRPC's

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/tsflight/tsflight/flightserver/reqerr"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 )
 
@@ -123,18 +122,23 @@ func (l *Limits) filled() Limits {
 	return out
 }
 
-// Validate reports the first limit that is out of range, naming it.
-func (l *Limits) Validate() error {
+// Validate reports the first limit that is out of range, naming it, as
+// an InvalidArgument status.
+func (l *Limits) Validate() error { return reqerr.Status(l.check()) }
+
+// check is Validate with the refusal's category (reqerr.ErrInvalidArgument),
+// not its status.
+func (l *Limits) check() error {
 	const maxMsg = 1<<31 - 1 - MsgHeaderAllowance // int32 message sizes
 	switch {
 	case l.MaxRecvMsgSize < 0 || l.MaxRecvMsgSize > maxMsg:
-		return invalid("MaxRecvMsgSize must be between 1 and %d bytes, got %d", maxMsg, l.MaxRecvMsgSize)
+		return invalidf("MaxRecvMsgSize must be between 1 and %d bytes, got %d", maxMsg, l.MaxRecvMsgSize)
 	case l.MaxSendMsgSize < 0 || l.MaxSendMsgSize > maxMsg:
-		return invalid("MaxSendMsgSize must be between 1 and %d bytes, got %d", maxMsg, l.MaxSendMsgSize)
+		return invalidf("MaxSendMsgSize must be between 1 and %d bytes, got %d", maxMsg, l.MaxSendMsgSize)
 	case l.KeepaliveTime < 0:
-		return invalid("KeepaliveTime must not be negative, got %s", l.KeepaliveTime)
+		return invalidf("KeepaliveTime must not be negative, got %s", l.KeepaliveTime)
 	case l.KeepaliveTimeout < 0:
-		return invalid("KeepaliveTimeout must not be negative, got %s", l.KeepaliveTimeout)
+		return invalidf("KeepaliveTimeout must not be negative, got %s", l.KeepaliveTimeout)
 	}
 	return nil
 }
@@ -276,12 +280,14 @@ func (g *Gate) enter() error {
 	if g.l.MaxCalls > 0 && n > int64(g.l.MaxCalls) {
 		g.inFlight.Add(-1)
 		g.refused.Add(1)
-		return status.Errorf(codes.ResourceExhausted, "the server is running its limit of %d calls at once (--max-calls); retry later", g.l.MaxCalls)
+		// A status already: the middleware and Hold (the edges) return it.
+		return reqerr.Status(reqerr.Errorf(reqerr.ErrResourceExhausted, "the server is running its limit of %d calls at once (--max-calls); retry later", g.l.MaxCalls))
 	}
 	return nil
 }
 
-// invalid is an InvalidArgument status naming what is wrong.
-func invalid(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
+// invalidf is an error of category reqerr.ErrInvalidArgument naming
+// what is wrong.
+func invalidf(format string, args ...any) error {
+	return reqerr.Errorf(reqerr.ErrInvalidArgument, format, args...)
 }
