@@ -30,11 +30,12 @@ const (
 )
 
 // rule injects f into the next n requests with method whose path ends in
-// suffix.
+// suffix. If run is set, it is called before such a request is sent.
 type rule struct {
 	method, suffix string
 	f              fault
 	n              int
+	run            func()
 }
 
 // faultTransport is an http.RoundTripper between the S3 client and the
@@ -53,15 +54,21 @@ var errInjected = errors.New("injected: connection reset by peer")
 
 func (ft *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ft.mu.Lock()
-	var f fault
+	var (
+		f   fault
+		run func()
+	)
 	for _, r := range ft.rules {
 		if r.n > 0 && req.Method == r.method && strings.HasSuffix(req.URL.Path, r.suffix) {
 			r.n--
-			f = r.f
+			f, run = r.f, r.run
 			break
 		}
 	}
 	ft.mu.Unlock()
+	if run != nil {
+		run()
+	}
 	switch f {
 	case lostBefore:
 		drain(req)
@@ -170,7 +177,7 @@ func TestUnknownOutcome(t *testing.T) {
 		// Our PUT gets 412, and that answer is lost. The read-back finds
 		// equal bytes but not our token: it is not ours.
 		ft, fsys := setup(t, &rule{method: "PUT", suffix: target, f: lostAfter, n: 1})
-		other := g.newFSOnSame(t, fsys)
+		other := g.newFSOnSame(t, fsys, nil)
 		store(t, other, "other-tmp", "our commit")
 		if err := other.Link("other-tmp", target); err != nil {
 			t.Fatal(err)
@@ -234,12 +241,12 @@ func TestUnknownOutcome(t *testing.T) {
 	})
 }
 
-// newFSOnSame returns a second FS on the bucket and prefix of fsys, with
-// a plain client, as a second process would have.
-func (g *gateway) newFSOnSame(t *testing.T, fsys *s3store.FS) *s3store.FS {
+// newFSOnSame returns a second FS on the bucket and prefix of fsys, as a
+// second process would have, whose requests go through rt (nil: straight).
+func (g *gateway) newFSOnSame(t *testing.T, fsys *s3store.FS, rt http.RoundTripper) *s3store.FS {
 	t.Helper()
 	bucket, prefix := fsys.Location()
-	other, err := s3store.New(g.client(nil), bucket, prefix, nil)
+	other, err := s3store.New(g.client(rt), bucket, prefix, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
