@@ -106,6 +106,17 @@ func (ft *faultTransport) count(method, suffix string) int {
 	return n
 }
 
+// byMethod is how many requests of each method reached the server.
+func (ft *faultTransport) byMethod() map[string]int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	m := map[string]int{}
+	for k, v := range ft.reached {
+		m[strings.SplitN(k, " ", 2)[0]] += v
+	}
+	return m
+}
+
 func drain(req *http.Request) {
 	if req.Body != nil {
 		io.Copy(io.Discard, req.Body)

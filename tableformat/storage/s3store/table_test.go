@@ -142,9 +142,15 @@ func TestTableOnS3(t *testing.T) {
 	ft.mu.Lock()
 	ft.rules = append(ft.rules, &rule{method: "PUT", suffix: next, f: lostAfter, n: 1})
 	ft.mu.Unlock()
+	before := ft.byMethod()
 	if res := appendRows(t, tb, 1, "late"); res.Version != 15 {
 		t.Fatalf("append with the commit's answer lost = version %d, want 15", res.Version)
 	}
+	after := ft.byMethod()
+	for m, n := range after {
+		after[m] = n - before[m]
+	}
+	t.Logf("requests of one append (with one lost answer and its read-back): %v", after)
 	if n := ft.count("PUT", next); n != 1 {
 		t.Fatalf("commit 15 was put %d times, want once", n)
 	}
