@@ -150,38 +150,31 @@ func TestUnknownOutcome(t *testing.T) {
 		return ft, fsys
 	}
 
-	t.Run("StoredButAnswerLost", func(t *testing.T) {
-		ft, fsys := setup(t, &rule{method: "PUT", suffix: target, f: lostAfter, n: 1})
-		if err := fsys.Link("tmp", target); err != nil {
-			t.Fatalf("Link whose answer was lost = %v, want success (the key holds our write)", err)
-		}
-		expect(t, fsys, target, "our commit")
-		if n := ft.count("PUT", target); n != 1 {
-			t.Fatalf("%d PUTs of the target reached the server, want 1: the outcome must be read back, not resent", n)
-		}
-	})
-
-	t.Run("StoredThen500", func(t *testing.T) {
-		ft, fsys := setup(t, &rule{method: "PUT", suffix: target, f: error500After, n: 1})
-		if err := fsys.Link("tmp", target); err != nil {
-			t.Fatalf("Link answered 500 after storing = %v, want success", err)
-		}
-		expect(t, fsys, target, "our commit")
-		if n := ft.count("PUT", target); n != 1 {
-			t.Fatalf("%d PUTs of the target reached the server, want 1", n)
-		}
-	})
-
-	t.Run("LostBeforeTheServer", func(t *testing.T) {
-		ft, fsys := setup(t, &rule{method: "PUT", suffix: target, f: lostBefore, n: 1})
-		if err := fsys.Link("tmp", target); err != nil {
-			t.Fatalf("Link whose first request was lost = %v", err)
-		}
-		expect(t, fsys, target, "our commit")
-		if n := ft.count("PUT", target); n != 1 {
-			t.Fatalf("%d PUTs of the target reached the server, want 1 (the resend)", n)
-		}
-	})
+	// Each fault leaves the key holding our commit, reached by exactly
+	// one PUT: when the store took the first one, the outcome is read
+	// back instead of resent.
+	for _, c := range []struct {
+		name  string
+		rules []*rule
+	}{
+		{"StoredButAnswerLost", []*rule{{method: "PUT", suffix: target, f: lostAfter, n: 1}}},
+		{"StoredThen500", []*rule{{method: "PUT", suffix: target, f: error500After, n: 1}}},
+		{"LostBeforeTheServer", []*rule{{method: "PUT", suffix: target, f: lostBefore, n: 1}}},
+		{"Throttled", []*rule{
+			{method: "PUT", suffix: target, f: slowDown, n: 2},
+			{method: "GET", suffix: "/tmp", f: slowDown, n: 2}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ft, fsys := setup(t, c.rules...)
+			if err := fsys.Link("tmp", target); err != nil {
+				t.Fatalf("Link = %v, want success (the key holds our write)", err)
+			}
+			expect(t, fsys, target, "our commit")
+			if n := ft.count("PUT", target); n != 1 {
+				t.Fatalf("%d PUTs of the target reached the server, want 1", n)
+			}
+		})
+	}
 
 	t.Run("LostRaceAnswerLost", func(t *testing.T) {
 		// Another writer already holds the key, with the very same bytes.
@@ -211,19 +204,6 @@ func TestUnknownOutcome(t *testing.T) {
 		err := fsys.Link("tmp", target)
 		if err == nil || storage.IsExist(err) || storage.IsNotExist(err) || !strings.Contains(err.Error(), "unknown") {
 			t.Fatalf("Link with the outcome unknowable = %v, want an error saying the outcome is unknown", err)
-		}
-	})
-
-	t.Run("Throttled", func(t *testing.T) {
-		ft, fsys := setup(t,
-			&rule{method: "PUT", suffix: target, f: slowDown, n: 2},
-			&rule{method: "GET", suffix: "/tmp", f: slowDown, n: 2})
-		if err := fsys.Link("tmp", target); err != nil {
-			t.Fatalf("Link throttled twice = %v", err)
-		}
-		expect(t, fsys, target, "our commit")
-		if n := ft.count("PUT", target); n != 1 {
-			t.Fatalf("%d PUTs of the target reached the server, want 1", n)
 		}
 	})
 

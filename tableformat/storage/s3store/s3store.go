@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -118,14 +119,30 @@ func check(op, name string) error {
 	return fmt.Errorf("%s %q: %w", op, name, storage.ErrInvalidPath)
 }
 
+// check2 checks the two paths of a Link, Rename or Exchange.
+func check2(op, a, b string) error {
+	if err := check(op, a); err != nil {
+		return err
+	}
+	return check(op, b)
+}
+
+// existErr is the error of a conditional create of name that lost:
+// fs.ErrExist when errLost says so.
+func existErr(op, name string, err error) error {
+	if errors.Is(err, errLost) {
+		return pathErr(op, name, fmt.Errorf("%w (%v)", fs.ErrExist, err))
+	}
+	return s3Err(op, name, err)
+}
+
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
+// A name that is a directory, or is not one, fails with the errno
+// LocalFS would give (syscall.EISDIR, ENOTDIR, ENOTEMPTY).
 var (
-	errIsDir     = errors.New("is a directory")
-	errNotDir    = errors.New("not a directory")
-	errNotEmpty  = errors.New("directory not empty")
 	errRoot      = errors.New("is the root directory")
 	errReplaced  = errors.New("the object was replaced or removed since it was created or opened")
 	errAmbiguous = errors.New("the outcome of a conditional create is unknown: the store did not answer, and reading the key back failed")
@@ -325,7 +342,7 @@ func (f *FS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if name == "." {
-		return nil, pathErr("read", name, errIsDir)
+		return nil, pathErr("read", name, syscall.EISDIR)
 	}
 	obj, err := f.get(f.key(name))
 	if err != nil {
@@ -342,7 +359,7 @@ func (f *FS) Open(name string) (storage.Reader, error) {
 		return nil, err
 	}
 	if name == "." {
-		return nil, pathErr("open", name, errIsDir)
+		return nil, pathErr("open", name, syscall.EISDIR)
 	}
 	out, err := f.head(f.key(name))
 	if err != nil {
@@ -387,7 +404,7 @@ func (f *FS) Create(name string) (storage.File, error) {
 		return nil, err
 	}
 	if name == "." {
-		return nil, pathErr("create", name, errIsDir)
+		return nil, pathErr("create", name, syscall.EISDIR)
 	}
 	return &file{f: f, name: name, key: f.key(name)}, nil
 }
@@ -406,11 +423,8 @@ func (f *FS) CreateExclusive(name string) (storage.File, error) {
 		return nil, pathErr("create", name, fs.ErrExist)
 	}
 	etag, err := f.putCond(f.key(name), nil, "")
-	if errors.Is(err, errLost) {
-		return nil, pathErr("create", name, fmt.Errorf("%w (%v)", fs.ErrExist, err))
-	}
 	if err != nil {
-		return nil, s3Err("create", name, err)
+		return nil, existErr("create", name, err)
 	}
 	return &file{f: f, name: name, key: f.key(name), etag: etag, exclusive: true, stored: true}, nil
 }
@@ -422,14 +436,11 @@ func (f *FS) CreateExclusive(name string) (storage.File, error) {
 // CopyObject would save moving the bytes, but most stores ignore
 // If-None-Match on a copy; see the package doc.)
 func (f *FS) Link(oldname, newname string) error {
-	if err := check("link", oldname); err != nil {
-		return err
-	}
-	if err := check("link", newname); err != nil {
+	if err := check2("link", oldname, newname); err != nil {
 		return err
 	}
 	if oldname == "." {
-		return pathErr("link", oldname, errIsDir)
+		return pathErr("link", oldname, syscall.EISDIR)
 	}
 	obj, err := f.get(f.key(oldname))
 	if err != nil {
@@ -438,12 +449,8 @@ func (f *FS) Link(oldname, newname string) error {
 	if newname == "." {
 		return pathErr("link", newname, fs.ErrExist)
 	}
-	_, err = f.putCond(f.key(newname), obj.data, "")
-	if errors.Is(err, errLost) {
-		return pathErr("link", newname, fmt.Errorf("%w (%v)", fs.ErrExist, err))
-	}
-	if err != nil {
-		return s3Err("link", newname, err)
+	if _, err := f.putCond(f.key(newname), obj.data, ""); err != nil {
+		return existErr("link", newname, err)
 	}
 	return nil
 }
@@ -489,10 +496,7 @@ func (f *FS) deleteKey(key string) error {
 // delete, with no atomicity at all; only the format-6 upgrade renames
 // directories, and it should be run on a local copy.
 func (f *FS) Rename(oldname, newname string) error {
-	if err := check("rename", oldname); err != nil {
-		return err
-	}
-	if err := check("rename", newname); err != nil {
+	if err := check2("rename", oldname, newname); err != nil {
 		return err
 	}
 	if oldname == "." || newname == "." {
@@ -562,10 +566,7 @@ func (f *FS) listAll(prefix string) ([]string, error) {
 // Exchange is not possible on S3: it changes nothing and returns an error
 // wrapping [storage.ErrExchangeUnsupported].
 func (f *FS) Exchange(a, b string) error {
-	if err := check("exchange", a); err != nil {
-		return err
-	}
-	if err := check("exchange", b); err != nil {
+	if err := check2("exchange", a, b); err != nil {
 		return err
 	}
 	return &os.LinkError{Op: "exchange", Old: a, New: b, Err: storage.ErrExchangeUnsupported}
@@ -599,7 +600,7 @@ func (f *FS) Remove(name string) error {
 		return s3Err("remove", name, lerr)
 	}
 	if dir {
-		return pathErr("remove", name, errNotEmpty)
+		return pathErr("remove", name, syscall.ENOTEMPTY)
 	}
 	return s3Err("remove", name, err)
 }
@@ -639,7 +640,7 @@ func (f *FS) List(dir string) ([]string, error) {
 	}
 	if len(names) == 0 && dir != "." {
 		if _, err := f.head(f.key(dir)); err == nil {
-			return nil, pathErr("list", dir, errNotDir)
+			return nil, pathErr("list", dir, syscall.ENOTDIR)
 		} else {
 			return nil, s3Err("list", dir, err)
 		}
