@@ -348,3 +348,37 @@ func TestCreateRace(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncedSurvivesRestart: what Sync, Close and Link stored is there
+// after the server was killed (SIGKILL) and started again, and a File
+// open across the restart still stores the rest on Close. (A killed
+// process, not a power loss: that the store's acknowledgement means
+// durable on its disks is the store's promise.)
+func TestSyncedSurvivesRestart(t *testing.T) {
+	g := startGateway(t)
+	fsys := g.newFS(t, nil, fastRetries)
+	w, err := fsys.Create("data/seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "synced")
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, " then closed")
+	store(t, fsys, "log/.tmp", "commit 2")
+	if err := fsys.Link("log/.tmp", "log/0000000002.json"); err != nil {
+		t.Fatal(err)
+	}
+
+	g.restart(t)
+	expect(t, fsys, "data/seg", "synced")
+	expect(t, fsys, "log/0000000002.json", "commit 2")
+	if err := fsys.Link("log/.tmp", "log/0000000002.json"); !storage.IsExist(err) {
+		t.Fatalf("Link onto the commit after the restart = %v, want fs.ErrExist", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, fsys, "data/seg", "synced then closed")
+}

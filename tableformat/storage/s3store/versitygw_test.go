@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ type gateway struct {
 	endpoint string
 	access   string
 	secret   string
+
+	bin, data, meta string
+	stop            func() // kills the running process and waits for it
 }
 
 // versitygwBinary finds the versitygw binary: $TSFLIGHT_VERSITYGW, else
@@ -70,7 +74,7 @@ func startGateway(t testing.TB) *gateway {
 			t.Fatal(err)
 		}
 	}
-	g := &gateway{access: "tsflight-test", secret: "tsflight-test-secret"}
+	g := &gateway{access: "tsflight-test", secret: "tsflight-test-secret", bin: bin, data: data, meta: meta}
 	for try := 0; ; try++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -78,27 +82,50 @@ func startGateway(t testing.TB) *gateway {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		cmd := exec.Command(bin, "--port", addr, "posix", "--sidecar", meta, data)
-		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+g.access, "ROOT_SECRET_KEY="+g.secret)
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-exited
-		})
-		if waitListening(addr, exited, 20*time.Second) {
+		out, ok := g.start(t, addr)
+		if ok {
 			g.endpoint = "http://" + addr
 			return g
 		}
-		cmd.Process.Kill()
 		if try == 2 {
-			t.Fatalf("versitygw did not start on %s:\n%s", addr, out.String())
+			t.Fatalf("versitygw did not start on %s:\n%s", addr, out)
 		}
+	}
+}
+
+// start runs versitygw on addr; it returns the process's output and
+// whether it listens. The process is killed when the test ends.
+func (g *gateway) start(t testing.TB, addr string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command(g.bin, "--port", addr, "posix", "--sidecar", g.meta, g.data)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+g.access, "ROOT_SECRET_KEY="+g.secret)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", g.bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	g.stop = sync.OnceFunc(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	t.Cleanup(g.stop)
+	if waitListening(addr, exited, 20*time.Second) {
+		return "", true
+	}
+	g.stop()
+	return out.String(), false
+}
+
+// restart kills versitygw (SIGKILL: no chance to flush anything) and
+// starts it again on the same address and directories.
+func (g *gateway) restart(t testing.TB) {
+	t.Helper()
+	g.stop()
+	addr := strings.TrimPrefix(g.endpoint, "http://")
+	if out, ok := g.start(t, addr); !ok {
+		t.Fatalf("versitygw did not restart on %s:\n%s", addr, out)
 	}
 }
 
