@@ -20,9 +20,10 @@ has the table of them, and each method's comment says what it does.
   - MkdirAll and SyncDir make no request. S3 has no directories (a
     "directory" exists while a key lies under it), and an acknowledged PUT,
     COPY or DELETE is already durable and visible to GET and LIST.
-  - Link is a GET and a conditional PUT, not a CopyObject: versitygw
-    v1.8.0 ignores If-None-Match on CopyObject (a copy onto an existing
-    key with If-None-Match: * replaced it), as most stores do.
+  - Link is a GET and a conditional PUT, not a CopyObject: the S3 API
+    has If-None-Match on CopyObject, but a store may ignore it, and
+    versitygw v1.8.0 does (a copy onto an existing key with If-None-Match: *
+    replaced it).
   - Rename is a COPY and a DELETE: the new name is replaced atomically,
     but for a moment both names exist. tableformat renames only onto
     CURRENT, which is a hint. Exchange is unsupported.
@@ -61,13 +62,15 @@ standard AWS environment: aws-sdk-go-v2 with its config module +9.7 MB
 gocloud.dev/blob/s3blob +26.2 MB.
 
 The latencies do not separate the three (the server dominates). gocloud is
-the largest by far and hides what this package needs to see: its
-IfNotExist error is a portable FailedPrecondition, its retries are the
-SDK's, and a 409 or an unknown outcome cannot be told apart. minio-go is
-smaller, but issue 23 asks for the standard AWS environment and shared
-config (AWS_REGION, AWS_ENDPOINT_URL, profiles, SSO), which only
-aws-sdk-go-v2's config module reads as the AWS tools do, and the same SDK
-lies under gocloud anyway. aws-sdk-go-v2 gives the HTTP status and S3 error
+the largest by far, runs on aws-sdk-go-v2 anyway, and hides what this
+package needs to see behind portable error codes (IfNotExist fails with
+FailedPrecondition; a 409, or a transport failure after the request was
+sent, has to be dug out with ErrorAs). minio-go is the smallest, but
+issue 23 asks for the standard AWS environment and shared config
+(AWS_REGION, AWS_ENDPOINT_URL, profiles), which minio-go does not read as
+a whole (it takes the endpoint as an argument and reads only credentials
+from the environment and the credentials file), while aws-sdk-go-v2's
+config module reads it as the AWS tools do. aws-sdk-go-v2 gives the HTTP status and S3 error
 code of every failure, per-call retry control, If-None-Match and If-Match
 on PutObject, ranged GETs with If-Match, and an HTTPClient hook that the
 fault-injection tests use.
