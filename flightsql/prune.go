@@ -111,24 +111,29 @@ type scanSet struct {
 	values []tableformat.EntityValue
 }
 
-// plan returns the segments the scans read, in log order.
+// plan returns the segments the scans read: one plan of st per scan
+// (State.Plan), their segments united, in log order.
 func (ss scanSet) plan(st *tableformat.State) ([]tableformat.SegmentMeta, error) {
-	if len(ss.values) == 0 {
-		return st.PlanScan(ss.base)
+	scans := []tableformat.ScanOptions{ss.base}
+	if len(ss.values) > 0 {
+		scans = scans[:0]
+		for _, v := range ss.values {
+			o := ss.base
+			o.Entities = maps.Clone(ss.base.Entities)
+			if o.Entities == nil {
+				o.Entities = map[string]tableformat.EntityValue{}
+			}
+			o.Entities[ss.column] = v
+			scans = append(scans, o)
+		}
 	}
 	keep := map[string]bool{}
-	for _, v := range ss.values {
-		o := ss.base
-		o.Entities = maps.Clone(ss.base.Entities)
-		if o.Entities == nil {
-			o.Entities = map[string]tableformat.EntityValue{}
-		}
-		o.Entities[ss.column] = v
-		segs, err := st.PlanScan(o)
+	for _, o := range scans {
+		p, err := st.Plan(o)
 		if err != nil {
 			return nil, err
 		}
-		for _, sg := range segs {
+		for _, sg := range p.Segments() {
 			keep[sg.Path] = true
 		}
 	}
