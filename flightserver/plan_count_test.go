@@ -23,14 +23,8 @@ func plansDuring(f func()) uint64 {
 func TestPlansOncePerRequest(t *testing.T) {
 	ts := startServer(t, func(o *Options) { o.MaxEndpoints = 3 })
 	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
-	var model []row
-	for i := range 5 {
-		rows := genRows(t0.Add(timeOfStep(i*100)), 100, 2)
-		ts.mustPut(ctx, pathDesc("cpu"), rows, 64, uint64(2+i))
-		model = append(model, rows...)
-	}
-	from := timeOfStep(150)
+	model := flatten(loadWindows(t, ts, "cpu", 5))
+	from := timeOfStep(1500)
 	for _, c := range []struct {
 		name string
 		desc *flight.FlightDescriptor
