@@ -112,18 +112,18 @@ func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.Re
 // are decoded only from there. Rows are then filtered exactly.
 //
 // Segments written before columns were added (schema_add_columns) return
-// nulls for them. Up to Parallelism segments are decoded at once; the
-// memory in flight is about two batches per segment being decoded (the
-// batch being decoded or handed over, and a partial output batch) plus the
-// reader's current batch and the Parquet page buffers, whatever the table
-// size.
+// nulls for them. Up to the plan's Parallelism segments are decoded at
+// once; the memory in flight is about two batches per segment being
+// decoded (the batch being decoded or handed over, and a partial output
+// batch) plus the reader's current batch and the Parquet page buffers,
+// whatever the table size.
 //
-// Batches hold at most BatchRows rows: selected rows are gathered into
-// batches of exactly BatchRows rows, except that whole row groups are
-// decoded in equal batches of up to min(BatchRows, 16K) rows, which are
-// passed on without copying when all their rows match, and that the last
-// batches may be shorter. Neither batches nor rows come in any particular
-// order.
+// Batches hold at most the plan's BatchRows rows: selected rows are
+// gathered into batches of exactly BatchRows rows, except that whole row
+// groups are decoded in equal batches of up to min(BatchRows, 16K) rows,
+// which are passed on without copying when all their rows match, and that
+// the last batches may be shorter. Neither batches nor rows come in any
+// particular order.
 //
 // Errors met while reading (a missing or undecodable segment file is a
 // *CorruptionError naming the file; an I/O failure wraps ErrStorage) stop
