@@ -30,18 +30,6 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	if err != nil {
 		return err
 	}
-	plan, err := st.PlanScan(opts)
-	if err != nil {
-		return Status(err)
-	}
-	groups := splitParts(plan, t.Parts)
-	if len(groups) != t.Parts {
-		return Status(invalidf("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(groups), t.Parts))
-	}
-	opts.Segments = make([]string, 0, len(groups[t.Part]))
-	for _, seg := range groups[t.Part] {
-		opts.Segments = append(opts.Segments, seg.Path)
-	}
 	// Everything the stream holds is on its account, and its scan decodes
 	// only while the stream budget allows (streammem.go).
 	mem := s.budget.open(ctx, s.scanAlloc())
@@ -51,7 +39,17 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	// cached arrays a stream sends are on its account while it holds them
 	// (streamMem.Hold).
 	opts.Cache = s.cache
-	rdr, err := tb.Scan(ctx, st, opts)
+	// The one plan of this stream: the snapshot's, cut as GetFlightInfo
+	// cut it; the ticket's part is read as planned.
+	plan, err := st.Plan(opts)
+	if err != nil {
+		return Status(err)
+	}
+	parts := plan.Split(t.Parts)
+	if len(parts) != t.Parts {
+		return Status(invalidf("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(parts), t.Parts))
+	}
+	rdr, err := tb.ReadPlan(ctx, parts[t.Part])
 	if err != nil {
 		return Status(err)
 	}
@@ -71,8 +69,8 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 			return Status(err)
 		}
 	}
-	b := &batcher{min: int64(s.opts.BatchRows)}
-	defer b.release()
+	b := NewBatcher(int64(s.opts.BatchRows), 0)
+	defer b.Release()
 	send := func(group []arrow.RecordBatch) error {
 		defer releaseAll(group)
 		var rows int64
@@ -92,20 +90,14 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		if !more {
 			break
 		}
-		group := b.add(rdr.RecordBatch())
-		if group != nil {
-			if err := send(group); err != nil {
-				return Status(err)
-			}
+		if err := b.Add(rdr.RecordBatch(), send); err != nil {
+			return Status(err)
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		return Status(err)
 	}
-	if group := b.flush(); group != nil {
-		return Status(send(group))
-	}
-	return nil
+	return Status(b.Flush(send))
 }
 
 // groupWriter writes a DoGet stream: the schema first, then each group of
@@ -189,43 +181,100 @@ func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.Rec
 	return tableformat.ConcatBatches(batches, mem)
 }
 
-// batcher groups the short batches a scan returns so that every group
-// sent holds at least min rows (but a stream's last). Scan batches hold at
-// most min rows, so a group holds fewer than 2 × min.
-type batcher struct {
-	min  int64
-	held []arrow.RecordBatch
-	rows int64
+// Batcher groups the batches of a stream into the groups it sends, each
+// as one batch: DoGet's scan batches, and package flightsql's result
+// chunks. A group is complete once it holds at least minRows rows or,
+// with a byte bound, at least maxBytes bytes ([BatchBytes]); a batch that
+// would take the held ones past maxBytes is held after they are sent, so a
+// group stays under the bound unless one batch alone is larger. A stream's
+// last group (Flush) may be smaller. Batches without rows are dropped.
+type Batcher struct{ batcher }
+
+// NewBatcher returns a Batcher of groups of minRows rows, bounded to
+// maxBytes bytes when maxBytes > 0.
+func NewBatcher(minRows int64, maxBytes int) *Batcher {
+	return &Batcher{batcher{min: minRows, maxBytes: maxBytes}}
 }
 
-// add takes rec (which the caller keeps ownership of) and returns a group
-// to send, or nil while it holds fewer than min rows. The caller releases
-// the batches of the group.
-func (b *batcher) add(rec arrow.RecordBatch) []arrow.RecordBatch {
+// Add takes rec (the caller keeps its reference) and calls send with each
+// group it completes, in order: with a byte bound, the held batches first
+// when rec would take them past it, then rec's own group when rec alone is
+// complete. send owns the batches of a group (it releases them); its error
+// is returned.
+func (b *Batcher) Add(rec arrow.RecordBatch, send func([]arrow.RecordBatch) error) error {
+	return b.each(rec, send)
+}
+
+// Flush calls send with the held batches, if any: the stream's last group.
+func (b *Batcher) Flush(send func([]arrow.RecordBatch) error) error {
+	if group := b.flush(); group != nil {
+		return send(group)
+	}
+	return nil
+}
+
+// Release drops the held batches (after a stream that ended early).
+func (b *Batcher) Release() { b.release() }
+
+// batcher is the state and rule of a Batcher. Scan batches hold at most
+// BatchRows rows, so without a byte bound a DoGet group holds fewer than
+// 2 × min.
+type batcher struct {
+	min      int64 // rows that complete a group
+	maxBytes int   // bytes that complete a group; 0: no byte bound
+	held     []arrow.RecordBatch
+	rows     int64
+	bytes    int
+}
+
+// each is Batcher.Add.
+func (b *batcher) each(rec arrow.RecordBatch, send func([]arrow.RecordBatch) error) error {
 	n := rec.NumRows()
 	if n == 0 {
 		return nil
 	}
+	size := 0
+	if b.maxBytes > 0 {
+		size = BatchBytes(rec)
+		if len(b.held) > 0 && b.bytes+size > b.maxBytes {
+			if err := send(b.flush()); err != nil {
+				return err
+			}
+		}
+	}
 	rec.Retain()
 	b.held = append(b.held, rec)
 	b.rows += n
-	if b.rows < b.min {
-		return nil
+	b.bytes += size
+	if b.rows >= b.min || (b.maxBytes > 0 && b.bytes >= b.maxBytes) {
+		return send(b.flush())
 	}
-	return b.flush()
+	return nil
+}
+
+// add is each for a batcher without a byte bound, where a batch completes
+// at most one group: it returns that group, or nil. The caller releases
+// the batches of the group.
+func (b *batcher) add(rec arrow.RecordBatch) []arrow.RecordBatch {
+	var group []arrow.RecordBatch
+	_ = b.each(rec, func(g []arrow.RecordBatch) error {
+		group = g
+		return nil
+	})
+	return group
 }
 
 // flush returns the held batches (nil when none are held).
 func (b *batcher) flush() []arrow.RecordBatch {
 	group := b.held
-	b.held, b.rows = nil, 0
+	b.held, b.rows, b.bytes = nil, 0, 0
 	return group
 }
 
 // release drops the held batches.
 func (b *batcher) release() {
 	releaseAll(b.held)
-	b.held, b.rows = nil, 0
+	b.held, b.rows, b.bytes = nil, 0, 0
 }
 
 // budgetStream records every zero-copy message a stream hands to gRPC on

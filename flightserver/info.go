@@ -2,9 +2,7 @@ package flightserver
 
 import (
 	"context"
-	"encoding/json"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,118 +64,49 @@ func (s *Service) resolve(ctx context.Context, req *ScanRequest) (*tableformat.T
 	return tb, st, nil
 }
 
-// outputSchema is the Arrow schema a scan of columns returns.
-func outputSchema(st *tableformat.State, columns []string) (*arrow.Schema, error) {
-	if st.Schema() == nil {
-		return arrow.NewSchema(nil, nil), nil
-	}
-	full, err := tableformat.ArrowSchema(st.Schema())
-	if err != nil {
-		return nil, Status(err)
-	}
-	if len(columns) == 0 {
-		return full, nil
-	}
-	fields := make([]arrow.Field, 0, len(columns))
-	for _, c := range columns {
-		idx := full.FieldIndices(c)
-		if len(idx) != 1 {
-			return nil, Status(invalidf("columns: %q is not a column of the table (columns: %s)", c, fieldNames(full)))
-		}
-		fields = append(fields, full.Field(idx[0]))
-	}
-	var md *arrow.Metadata
-	if m := full.Metadata(); m.Len() > 0 {
-		md = &m
-	}
-	return arrow.NewSchema(fields, md), nil
-}
-
-func fieldNames(s *arrow.Schema) string {
-	b, _ := json.Marshal(func() []string {
-		out := make([]string, s.NumFields())
-		for i, f := range s.Fields() {
-			out[i] = f.Name
-		}
-		return out
-	}())
-	return string(b)
-}
-
-// splitParts divides a plan into at most n contiguous groups of about
-// equal row counts. It is deterministic, so a ticket can name its group by
-// number.
-func splitParts(plan []tableformat.SegmentMeta, n int) [][]tableformat.SegmentMeta {
-	if len(plan) == 0 {
-		return [][]tableformat.SegmentMeta{nil}
-	}
-	n = max(1, min(n, len(plan)))
-	var total uint64
-	for _, s := range plan {
-		total += s.RowCount
-	}
-	groups := make([][]tableformat.SegmentMeta, 0, n)
-	var acc uint64
-	start := 0
-	for i, s := range plan {
-		acc += s.RowCount
-		left := len(plan) - i - 1   // segments after this one
-		need := n - len(groups) - 1 // groups still to start after this one
-		boundary := total * uint64(len(groups)+1) / uint64(n)
-		if need > 0 && (acc >= boundary || left == need) {
-			groups = append(groups, plan[start:i+1])
-			start = i + 1
-		}
-	}
-	return append(groups, plan[start:])
-}
-
-// plan resolves req and plans its scan: the snapshot, the segments to
-// read and the schema of the result. Every option is validated here.
-func (s *Service) plan(ctx context.Context, req *ScanRequest) (*tableformat.State, []tableformat.SegmentMeta, *arrow.Schema, error) {
+// plan resolves req and plans its scan, once: the snapshot, the segments
+// to read and the schema of the result. Every option is validated here.
+func (s *Service) plan(ctx context.Context, req *ScanRequest) (*tableformat.ScanPlan, error) {
 	_, st, err := s.resolve(ctx, req)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	opts, err := s.scanOptions(req, st)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	plan, err := st.PlanScan(opts)
-	if err != nil {
-		return nil, nil, nil, Status(err)
-	}
-	schema, err := outputSchema(st, opts.Columns)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return st, plan, schema, nil
-}
-
-// flightInfo plans req and describes its endpoints.
-func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor, req *ScanRequest) (*flight.FlightInfo, error) {
-	st, plan, schema, err := s.plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	version := st.Version
-	groups := splitParts(plan, s.opts.MaxEndpoints)
+	opts, err := s.scanOptions(req, st)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := st.Plan(opts)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return plan, nil
+}
+
+// flightInfo plans req and describes its endpoints: the plan's parts
+// (ScanPlan.Split), which DoGet cuts again from the same snapshot.
+func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor, req *ScanRequest) (*flight.FlightInfo, error) {
+	plan, err := s.plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	version := plan.State().Version
+	parts := plan.Split(s.opts.MaxEndpoints)
 	info := &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(schema, s.alloc),
+		Schema:           flight.SerializeSchema(plan.Schema(), s.alloc),
 		FlightDescriptor: desc,
 		TotalRecords:     -1,
 		TotalBytes:       0,
 	}
-	var rows uint64
-	for i, g := range groups {
-		t := &ticket{ScanRequest: *req, Part: i, Parts: len(groups)}
+	for i := range parts {
+		t := &ticket{ScanRequest: *req, Part: i, Parts: len(parts)}
 		t.Version = &version
 		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: encodeTicket(t)}})
-		for _, seg := range g {
-			rows += seg.RowCount
-			if seg.FileSize != nil {
-				info.TotalBytes += int64(*seg.FileSize)
-			}
+	}
+	var rows uint64
+	for _, seg := range plan.Segments() {
+		rows += seg.RowCount
+		if seg.FileSize != nil {
+			info.TotalBytes += int64(*seg.FileSize)
 		}
 	}
 	if len(req.Start) == 0 && len(req.End) == 0 && len(req.Entity) == 0 {
@@ -203,11 +132,11 @@ func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) 
 	if err != nil {
 		return nil, err
 	}
-	_, _, schema, err := s.plan(ctx, req)
+	plan, err := s.plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.alloc)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(plan.Schema(), s.alloc)}, nil
 }
 
 // ListFlights returns one FlightInfo per table: its PATH descriptor,

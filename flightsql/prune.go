@@ -55,13 +55,9 @@ func (s *Server) pruneTable(ctx context.Context, tb *tableformat.Table, st *tabl
 		if !ok {
 			return st.Segments, false
 		}
-		segs, err := set.plan(st)
-		if err != nil {
+		if err := set.plan(st, keep); err != nil {
 			s.log.Debug("pruning skipped", "error", err)
 			return st.Segments, false
-		}
-		for _, sg := range segs {
-			keep[sg.Path] = true
 		}
 	}
 	var out []tableformat.SegmentMeta
@@ -111,34 +107,32 @@ type scanSet struct {
 	values []tableformat.EntityValue
 }
 
-// plan returns the segments the scans read, in log order.
-func (ss scanSet) plan(st *tableformat.State) ([]tableformat.SegmentMeta, error) {
-	if len(ss.values) == 0 {
-		return st.PlanScan(ss.base)
+// plan marks in keep the segments the scans read: one plan of st per scan
+// (State.Plan).
+func (ss scanSet) plan(st *tableformat.State, keep map[string]bool) error {
+	scans := []tableformat.ScanOptions{ss.base}
+	if len(ss.values) > 0 {
+		scans = scans[:0]
+		for _, v := range ss.values {
+			o := ss.base
+			o.Entities = maps.Clone(ss.base.Entities)
+			if o.Entities == nil {
+				o.Entities = map[string]tableformat.EntityValue{}
+			}
+			o.Entities[ss.column] = v
+			scans = append(scans, o)
+		}
 	}
-	keep := map[string]bool{}
-	for _, v := range ss.values {
-		o := ss.base
-		o.Entities = maps.Clone(ss.base.Entities)
-		if o.Entities == nil {
-			o.Entities = map[string]tableformat.EntityValue{}
-		}
-		o.Entities[ss.column] = v
-		segs, err := st.PlanScan(o)
+	for _, o := range scans {
+		p, err := st.Plan(o)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, sg := range segs {
+		for _, sg := range p.Segments() {
 			keep[sg.Path] = true
 		}
 	}
-	var out []tableformat.SegmentMeta
-	for _, sg := range st.Segments {
-		if keep[sg.Path] {
-			out = append(out, sg)
-		}
-	}
-	return out, nil
+	return nil
 }
 
 func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (set scanSet, none, ok bool) {

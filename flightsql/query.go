@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -519,92 +520,73 @@ func (b *rowBudget) take(rec arrow.RecordBatch) (int64, error) {
 }
 
 // stream merges DuckDB's small chunks into batches of target's schema and
-// sends them until the result ends (true), fails or ctx is cancelled.
+// sends them until the result ends (true), fails or ctx is cancelled. The
+// chunks are grouped as DoGet groups scan batches (flightserver.Batcher):
+// a batch of about BatchRows rows, under BatchBytes unless one chunk alone
+// is larger.
 func (s *Server) stream(ctx context.Context, rdr array.RecordReader, target *arrow.Schema, ch chan<- flight.StreamChunk, budget *rowBudget) bool {
-	var parts []arrow.RecordBatch
-	rows, bytes := 0, 0
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
+	b := flightserver.NewBatcher(int64(s.opts.BatchRows), s.opts.BatchBytes)
+	defer b.Release()
 	send := func(c flight.StreamChunk) bool { return sendChunk(ctx, ch, c) }
-	flush := func() bool {
-		if len(parts) == 0 {
-			return true
-		}
+	// sendGroup sends one group as one batch; errStreamEnded stops the
+	// stream once its end (or an error) was sent or ctx was cancelled.
+	sendGroup := func(group []arrow.RecordBatch) error {
 		var rec arrow.RecordBatch
 		var err error
-		if len(parts) == 1 {
-			rec = parts[0] // nothing to merge: send DuckDB's batch itself
+		if len(group) == 1 {
+			rec = group[0] // nothing to merge: send DuckDB's batch itself
 		} else {
-			rec, err = flightserver.ConcatBatches(parts, s.alloc)
-			for _, p := range parts {
+			rec, err = flightserver.ConcatBatches(group, s.alloc)
+			for _, p := range group {
 				p.Release()
 			}
 		}
-		parts, rows, bytes = parts[:0], 0, 0
 		if err != nil {
 			send(flight.StreamChunk{Err: internalf("merging result batches: %v", err)})
-			return false
+			return errStreamEnded
 		}
 		if rec, err = conform(rec, target, s.alloc); err != nil {
 			// The target schema travels in the ticket, which the client
 			// holds and may have edited.
 			send(flight.StreamChunk{Err: invalidf("the result does not fit the ticket's schema (a ticket from GetFlightInfo is used as it came): %v", err)})
-			return false
+			return errStreamEnded
 		}
 		keep, over := budget.take(rec)
 		if over == nil {
 			n := rec.NumRows()
 			if !send(flight.StreamChunk{Data: rec}) {
-				return false
+				return errStreamEnded
 			}
 			s.svc.CountRows(flightserver.ViaSQL, n)
-			return true
+			return nil
 		}
 		if keep > 0 {
 			head := rec.NewSlice(0, keep)
 			rec.Release()
 			if !send(flight.StreamChunk{Data: head}) {
-				return false
+				return errStreamEnded
 			}
 			s.svc.CountRows(flightserver.ViaSQL, keep)
 		} else {
 			rec.Release()
 		}
 		send(flight.StreamChunk{Err: over})
-		return false
+		return errStreamEnded
 	}
 	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		if rec.NumRows() == 0 {
-			continue
-		}
-		n := flightserver.BatchBytes(rec)
-		if len(parts) > 0 && bytes+n > s.opts.BatchBytes {
-			// Send what is held first, so that a batch stays under
-			// BatchBytes unless one chunk alone is larger.
-			if !flush() {
-				return false
-			}
-		}
-		rec.Retain()
-		parts = append(parts, rec)
-		rows += int(rec.NumRows())
-		bytes += n
-		if rows >= s.opts.BatchRows || bytes >= s.opts.BatchBytes {
-			if !flush() {
-				return false
-			}
+		if b.Add(rdr.RecordBatch(), sendGroup) != nil {
+			return false
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		send(flight.StreamChunk{Err: s.sqlStatus(err)})
 		return false
 	}
-	return flush()
+	return b.Flush(sendGroup) == nil
 }
+
+// errStreamEnded tells a Batcher that stream sent the stream's end.
+var errStreamEnded = errors.New("the result stream ended")
 
 // startRun registers a running query so CancelFlightInfo can stop it; it
 // reports false when the query was cancelled before it started.

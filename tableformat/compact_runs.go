@@ -105,7 +105,7 @@ func (c *compactRuns) readPart(ctx context.Context, st *State, g *compactGroup, 
 	for i := range sources {
 		paths[i] = sources[i].Path
 	}
-	rdr, err := c.r.t.Scan(ctx, st, ScanOptions{Segments: paths, Alloc: c.r.acct, BatchRows: batchRows, Parallelism: compactScanWorkers})
+	rdr, err := c.r.t.scanOnly(ctx, st, paths, ScanOptions{Alloc: c.r.acct, BatchRows: batchRows, Parallelism: compactScanWorkers})
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (t *Table) lastRead(ctx context.Context, st *State, segs map[string]bool, b
 	// (shrink copies the winning rows out before a batch goes back): the
 	// index is often built in the background next to streams with a
 	// memory budget, and what it keeps is only the winners.
-	rd, err := t.Scan(ctx, st, ScanOptions{Start: &start, Segments: paths, Parallelism: 1, BatchRows: 16 << 10})
+	rd, err := t.scanOnly(ctx, st, paths, ScanOptions{Start: &start, Parallelism: 1, BatchRows: 16 << 10})
 	if err != nil {
 		return err
 	}

@@ -39,10 +39,6 @@ type ScanOptions struct {
 	// Parallelism is the number of segments decoded at once; 0 means
 	// min(4, GOMAXPROCS).
 	Parallelism int
-	// Segments, when not nil, restricts the scan to these live segment
-	// paths (for example one endpoint's share of a planned scan); a path
-	// that the plan does not select is ErrInvalidInput.
-	Segments []string
 	// Slots, when not nil, is a semaphore shared by concurrent scans: a
 	// worker holds one slot (a value sent into the channel) while it
 	// decodes a segment. A server gives all its scans one channel with
@@ -81,39 +77,14 @@ type ScanPacer interface {
 }
 
 // Scan streams the rows of st that match opts (st nil means the handle's
-// current snapshot). The reader's schema is the canonical Arrow schema of
-// the logical schema ([ArrowSchema]) projected to opts.Columns; a table
-// without a schema yet (no appends) yields an empty stream with a schema
-// of zero fields.
+// current snapshot): it plans the scan once ([State.Plan]) and reads the
+// plan ([Table.ReadPlan]). The reader's schema is the canonical Arrow
+// schema of the logical schema ([ArrowSchema]) projected to opts.Columns; a
+// table without a schema yet (no appends) yields an empty stream with a
+// schema of zero fields.
 //
-// Segments are chosen by [State.PlanScan]. Each is read with only the
-// columns needed (the output columns plus those the filters use), and only
-// the row groups whose Parquet statistics of the index column and of the
-// filtered entity columns can match. When the range may cut into those row
-// groups, the index column is decoded first to find the span of rows in
-// range, and the other columns are decoded only from there. Rows are then
-// filtered exactly.
-//
-// Segments written before columns were added (schema_add_columns) return
-// nulls for them. Up to opts.Parallelism segments are decoded at once; the
-// memory in flight is about two batches per segment being decoded (the
-// batch being decoded or handed over, and a partial output batch) plus the
-// reader's current batch and the Parquet page buffers, whatever the table
-// size.
-//
-// Batches hold at most opts.BatchRows rows: selected rows are gathered into
-// batches of exactly BatchRows rows, except that whole row groups are
-// decoded in equal batches of up to min(BatchRows, 16K) rows, which are
-// passed on without copying when all their rows match, and that the last
-// batches may be shorter. Neither batches nor
-// rows come in any particular order.
-//
-// Option errors are returned at once (ErrInvalidInput). Errors met while
-// reading (a missing or undecodable segment file is a *CorruptionError
-// naming the file; an I/O failure wraps ErrStorage) stop the scan and are
-// reported by the reader's Err. Cancelling ctx or releasing the reader
-// stops all work promptly; Release waits for the scan's goroutines to
-// exit and frees every batch not yet consumed.
+// Option errors are returned at once (ErrInvalidInput, as State.Plan
+// returns them); the reader is ReadPlan's.
 func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.RecordReader, error) {
 	if st == nil {
 		st = t.State()
@@ -121,13 +92,52 @@ func (t *Table) Scan(ctx context.Context, st *State, opts ScanOptions) (array.Re
 	if st == nil {
 		return nil, invalidf("scan: the table has no state")
 	}
-	p, err := st.planScan(opts)
+	p, err := st.Plan(opts)
 	if err != nil {
 		return nil, err
+	}
+	return t.ReadPlan(ctx, p)
+}
+
+// ReadPlan streams the rows of a plan made by [State.Plan] on one of the
+// table's snapshots, or of a part of one ([ScanPlan.Split]): exactly its
+// segments, filtered as its options say, without planning again. The
+// reader's schema is the plan's ([ScanPlan.Schema]).
+//
+// Each segment is read with only the columns needed (the output columns
+// plus those the filters use), and only the row groups whose Parquet
+// statistics of the index column and of the filtered entity columns can
+// match. When the range may cut into those row groups, the index column is
+// decoded first to find the span of rows in range, and the other columns
+// are decoded only from there. Rows are then filtered exactly.
+//
+// Segments written before columns were added (schema_add_columns) return
+// nulls for them. Up to the plan's Parallelism segments are decoded at
+// once; the memory in flight is about two batches per segment being
+// decoded (the batch being decoded or handed over, and a partial output
+// batch) plus the reader's current batch and the Parquet page buffers,
+// whatever the table size.
+//
+// Batches hold at most the plan's BatchRows rows: selected rows are
+// gathered into batches of exactly BatchRows rows, except that whole row
+// groups are decoded in equal batches of up to min(BatchRows, 16K) rows,
+// which are passed on without copying when all their rows match, and that
+// the last batches may be shorter. Neither batches nor rows come in any
+// particular order.
+//
+// Errors met while reading (a missing or undecodable segment file is a
+// *CorruptionError naming the file; an I/O failure wraps ErrStorage) stop
+// the scan and are reported by the reader's Err. Cancelling ctx or
+// releasing the reader stops all work promptly; Release waits for the
+// scan's goroutines to exit and frees every batch not yet consumed.
+func (t *Table) ReadPlan(ctx context.Context, plan *ScanPlan) (array.RecordReader, error) {
+	if plan == nil {
+		return nil, invalidf("scan: no plan")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	st, p := plan.state, plan.scan
 	runCtx, cancel := context.WithCancel(ctx)
 	run := &scanRun{
 		ctx:    runCtx,

@@ -173,7 +173,7 @@ func TestScanCacheEvictsAndRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheScan(t, f.tb, probe, ScanOptions{Segments: []string{segs[0].Path}})
+	cacheScan(t, f.tb, probe, ScanOptions{End: &segs[1].IndexMin}) // the first segment alone, whole
 	seg := probe.Stats().Bytes
 	probe.Close()
 	if seg <= 0 {
@@ -197,7 +197,7 @@ func TestScanCacheEvictsAndRejects(t *testing.T) {
 	// A read of another segment, later: the first segment's entries go,
 	// as many as make room (entries are columns, least recently used
 	// first).
-	other := ScanOptions{Segments: []string{segs[2].Path}}
+	other := ScanOptions{Start: &segs[2].IndexMin} // the third segment alone, whole
 	cacheScan(t, f.tb, small, other)
 	if got := cacheScan(t, f.tb, small, other); got.cached != 3000 {
 		t.Fatalf("the second read of another segment took %d rows from the cache", got.cached)

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// This file validates scan options, prunes segments (PlanScan) and row
+// This file validates scan options, prunes segments (State.Plan) and row
 // groups (by Parquet column statistics), and converts the requested range to
 // the integer domain of the index column.
 
@@ -34,7 +34,7 @@ type scanPlan struct {
 	pacer ScanPacer
 	// cache is ScanOptions.Cache.
 	cache *ScanCache
-	// segments are the segments to read, in PlanScan order.
+	// segments are the segments to read, in plan order (see State.Plan).
 	segments []SegmentMeta
 	// canonical is the Arrow schema of the whole logical schema (nil when
 	// the table has no schema yet); output is its projection.
@@ -93,15 +93,8 @@ func (r *scanRange) String() string {
 	return fmt.Sprintf("[%d, %d]", r.lo, r.hi)
 }
 
-// PlanScan returns the live segments a scan with opts must read: those whose
-// bounds intersect [Start, End) (index_max >= Start && index_min < End) and,
-// for Single-layout segments, whose identity agrees with every entity value
-// in opts.Entities (Mixed segments are never pruned by entity). They are
-// ordered by (index_min, index_max, path). It validates opts as Scan does:
-// an unknown or repeated column, a bound of the wrong type, Start >= End, an
-// entity filter on a column that is not an entity column or with a value of
-// the wrong type, and negative BatchRows or Parallelism are ErrInvalidInput
-// errors naming the offending field and value.
+// PlanScan returns the segments a scan with opts reads, in the order it
+// reads them: the Segments of [State.Plan] (opts), with the same errors.
 func (s *State) PlanScan(opts ScanOptions) ([]SegmentMeta, error) {
 	p, err := s.planScan(opts)
 	if err != nil {
@@ -113,6 +106,7 @@ func (s *State) PlanScan(opts ScanOptions) ([]SegmentMeta, error) {
 // planScan validates opts and computes everything a scan needs except the
 // per-segment decisions.
 func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
+	scanPlansMade.Add(1)
 	if s == nil || s.Meta == nil || s.Meta.Index == nil {
 		return nil, invalidf("scan: no table state")
 	}
@@ -230,26 +224,6 @@ func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {
 		}
 		return strings.Compare(a.Path, b.Path)
 	})
-
-	if opts.Segments != nil {
-		planned := make(map[string]SegmentMeta, len(p.segments))
-		for _, seg := range p.segments {
-			planned[seg.Path] = seg
-		}
-		var only []SegmentMeta
-		seen := map[string]bool{}
-		for _, path := range opts.Segments {
-			seg, ok := planned[path]
-			if !ok {
-				return nil, invalidf("scan: segment %q is not one this scan selects at version %d", path, s.Version)
-			}
-			if !seen[path] {
-				seen[path] = true
-				only = append(only, seg)
-			}
-		}
-		p.segments = only
-	}
 
 	if sch == nil {
 		// No schema, no segments: the scan is empty and has no columns.

@@ -1812,42 +1812,6 @@ func TestScanStorageErrors(t *testing.T) {
 	}
 }
 
-// TestScanSegmentsRestriction: a scan limited to some planned segments reads
-// only those, and a segment the plan does not select is refused.
-func TestScanSegmentsRestriction(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	for i := int64(0); i < 3; i++ {
-		if _, err := e.append(row{i * 100, "h", i}, row{i*100 + 10, "h", i}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := e.tb.State()
-	plan, err := st.PlanScan(ScanOptions{})
-	if err != nil || len(plan) != 3 {
-		t.Fatalf("plan %d segments: %v", len(plan), err)
-	}
-	rdr, err := e.tb.Scan(e.ctx, st, ScanOptions{Segments: []string{plan[1].Path}, Columns: []string{"v"}, Alloc: e.mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vals []int64
-	for rdr.Next() {
-		vals = append(vals, rdr.RecordBatch().Column(0).(*array.Int64).Int64Values()...)
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
-	if len(vals) != 2 || vals[0] != 1 || vals[1] != 1 {
-		t.Fatalf("restricted scan returned %v", vals)
-	}
-	start := tsAt(250)
-	_, err = e.tb.Scan(e.ctx, st, ScanOptions{Start: &start, Segments: []string{plan[0].Path}})
-	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), plan[0].Path) {
-		t.Fatalf("unplanned segment: %v", err)
-	}
-}
-
 // The pool keeps at most its limit of free memory, makes room by evicting
 // the fullest other size class, and a trim empties it when it went unused
 // since the previous trim. (This pool is not armed: no collection trims it
