@@ -17,6 +17,12 @@ import (
 // The scan stops as soon as the client goes away (the stream's context is
 // cancelled).
 func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	return Status(s.doGet(tkt, stream))
+}
+
+// doGet is DoGet with its errors as they come (categories, or the stream's
+// statuses); DoGet maps them to codes once.
+func (s *Service) doGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
 	t, err := decodeTicket(tkt.GetTicket())
 	if err != nil {
@@ -43,15 +49,15 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	// cut it; the ticket's part is read as planned.
 	plan, err := st.Plan(opts)
 	if err != nil {
-		return Status(err)
+		return err
 	}
 	parts := plan.Split(t.Parts)
 	if len(parts) != t.Parts {
-		return Status(invalidf("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(parts), t.Parts))
+		return invalidf("ticket: the plan at version %d has %d part(s), the ticket says %d", st.Version, len(parts), t.Parts)
 	}
 	rdr, err := tb.ReadPlan(ctx, parts[t.Part])
 	if err != nil {
-		return Status(err)
+		return err
 	}
 	defer rdr.Release()
 	var w groupWriter
@@ -66,7 +72,7 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		// The schema at once: a stream whose scan waits for the stream
 		// budget has answered its client.
 		if err := zw.start(); err != nil {
-			return Status(err)
+			return err
 		}
 	}
 	b := NewBatcher(int64(s.opts.BatchRows), 0)
@@ -91,13 +97,13 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 			break
 		}
 		if err := b.Add(rdr.RecordBatch(), send); err != nil {
-			return Status(err)
+			return err
 		}
 	}
 	if err := rdr.Err(); err != nil {
-		return Status(err)
+		return err
 	}
-	return Status(b.Flush(send))
+	return b.Flush(send)
 }
 
 // groupWriter writes a DoGet stream: the schema first, then each group of

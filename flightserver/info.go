@@ -16,7 +16,7 @@ import (
 // ScanRequest. call names the RPC in the refusal of an unknown shape.
 func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error) {
 	if desc == nil {
-		return nil, Status(invalidf("missing flight descriptor"))
+		return nil, invalidf("missing flight descriptor")
 	}
 	if err := UnknownDescriptor(call, desc, false); err != nil {
 		return nil, err
@@ -24,7 +24,7 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 	switch desc.Type {
 	case flight.DescriptorPATH:
 		if len(desc.Path) != 1 {
-			return nil, Status(invalidf("a PATH descriptor must have exactly one element, the table name (got %d)", len(desc.Path)))
+			return nil, invalidf("a PATH descriptor must have exactly one element, the table name (got %d)", len(desc.Path))
 		}
 		if err := ValidateTableName(desc.Path[0]); err != nil {
 			return nil, err
@@ -35,7 +35,7 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 			return nil, err
 		}
 		var req ScanRequest
-		if err := decodeStrict("command", desc.Cmd, &req); err != nil {
+		if err := decodeJSON("command", desc.Cmd, &req); err != nil {
 			return nil, err
 		}
 		if err := req.normalize("command"); err != nil {
@@ -46,19 +46,19 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 		}
 		return &req, nil
 	}
-	return nil, Status(invalidf("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(desc.Type), descriptorForms(call, false)))
+	return nil, invalidf("%s: unknown descriptor type %s: send %s", call, descriptorTypeName(desc.Type), descriptorForms(call, false))
 }
 
 // resolve opens the request's table and its pinned (or newest) snapshot.
 func (s *Service) resolve(ctx context.Context, req *ScanRequest) (*tableformat.Table, *tableformat.State, error) {
-	tb, err := s.Table(ctx, req.Table)
+	tb, err := s.cat.Open(ctx, req.Table)
 	if err != nil {
 		return nil, nil, err
 	}
 	st := tb.State()
 	if req.Version != nil {
 		if st, err = tb.StateAt(ctx, *req.Version); err != nil {
-			return nil, nil, Status(&catalog.TableError{Name: req.Table, Err: err})
+			return nil, nil, &catalog.TableError{Name: req.Table, Err: err}
 		}
 	}
 	return tb, st, nil
@@ -75,11 +75,7 @@ func (s *Service) plan(ctx context.Context, req *ScanRequest) (*tableformat.Scan
 	if err != nil {
 		return nil, err
 	}
-	plan, err := st.Plan(opts)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return plan, nil
+	return st.Plan(opts)
 }
 
 // flightInfo plans req and describes its endpoints: the plan's parts
@@ -120,9 +116,10 @@ func (s *Service) flightInfo(ctx context.Context, desc *flight.FlightDescriptor,
 func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	req, err := requestOf("GetFlightInfo", desc)
 	if err != nil {
-		return nil, err
+		return nil, Status(err)
 	}
-	return s.flightInfo(ctx, desc, req)
+	info, err := s.flightInfo(ctx, desc, req)
+	return info, Status(err)
 }
 
 // GetSchema returns the schema a scan of the descriptor would return. The
@@ -130,11 +127,11 @@ func (s *Service) GetFlightInfo(ctx context.Context, desc *flight.FlightDescript
 func (s *Service) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	req, err := requestOf("GetSchema", desc)
 	if err != nil {
-		return nil, err
+		return nil, Status(err)
 	}
 	plan, err := s.plan(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, Status(err)
 	}
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(plan.Schema(), s.alloc)}, nil
 }
@@ -159,7 +156,7 @@ func (s *Service) ListFlights(_ *flight.Criteria, stream flight.FlightService_Li
 			if ctx.Err() != nil {
 				return Status(ctx.Err())
 			}
-			if status.Code(err) == codes.NotFound {
+			if status.Code(Status(err)) == codes.NotFound {
 				continue // removed since it was listed
 			}
 			p := ProblemOf(err)

@@ -39,15 +39,14 @@ type ScanRequest struct {
 }
 
 // normalize moves the deprecated "entities" to Entity, refusing a request
-// (what: "command", "ticket") that gives both spellings. Its refusal is a
-// status already: ticket.go and info.go return it as is.
+// (what: "command", "ticket") that gives both spellings (ErrInvalidInput).
 func (r *ScanRequest) normalize(what string) error {
 	r.entityField = "entity"
 	if r.Entities == nil {
 		return nil
 	}
 	if r.Entity != nil {
-		return Status(invalidf(`%s: both "entity" and "entities" are given; send "entity" only ("entities" is its deprecated spelling)`, what))
+		return invalidf(`%s: both "entity" and "entities" are given; send "entity" only ("entities" is its deprecated spelling)`, what)
 	}
 	r.Entity, r.Entities, r.entityField = r.Entities, nil, "entities"
 	return nil
@@ -251,16 +250,9 @@ func parseEntityValue(field, col string, raw json.RawMessage, st *tableformat.St
 	}
 }
 
-// scanOptions turns a request into scan options for st. Its error is a
-// status already: get.go and info.go return it as is.
+// scanOptions turns a request into scan options for st; its refusals are
+// ErrInvalidInput errors naming the field.
 func (s *Service) scanOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
-	opts, err := s.scanRequestOptions(req, st)
-	return opts, Status(err)
-}
-
-// scanRequestOptions is scanOptions with the refusal's category, not its
-// status.
-func (s *Service) scanRequestOptions(req *ScanRequest, st *tableformat.State) (tableformat.ScanOptions, error) {
 	opts := tableformat.ScanOptions{Columns: columnsOf(req), BatchRows: s.opts.BatchRows, Parallelism: s.opts.ScanParallelism, Alloc: s.opts.ScanAlloc, Slots: s.slots}
 	ix := st.Index()
 	if len(req.Start) > 0 {

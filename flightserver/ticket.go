@@ -34,17 +34,17 @@ func decodeTicket(b []byte) (*ticket, error) {
 		return nil, UnknownTicket(b, false)
 	}
 	var t ticket
-	if err := decodeStrict("ticket", b[len(ticketPrefix):], &t); err != nil {
+	if err := decodeJSON("ticket", b[len(ticketPrefix):], &t); err != nil {
 		return nil, err
 	}
 	if err := t.normalize("ticket"); err != nil {
 		return nil, err
 	}
 	if t.Version == nil {
-		return nil, Status(invalidf("ticket: no version"))
+		return nil, invalidf("ticket: no version")
 	}
 	if t.Parts < 1 || t.Part < 0 || t.Part >= t.Parts {
-		return nil, Status(invalidf("ticket: part %d of %d is out of range", t.Part, t.Parts))
+		return nil, invalidf("ticket: part %d of %d is out of range", t.Part, t.Parts)
 	}
 	return &t, nil
 }
