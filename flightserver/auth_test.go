@@ -7,14 +7,12 @@
 package flightserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,25 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // authEnv is a TLS server whose tokens come from a tokens file: a read
 // token (reader), a write token stored hashed (writer) and an expired
@@ -56,7 +37,7 @@ type authEnv struct {
 	read, write, expired  string
 	tokensPath            string
 	tokens                *guard.TokenFile
-	logs                  *lockedBuffer
+	logs                  *testkit.Buffer
 	clock                 atomic.Int64 // unix nanoseconds AuthOptions.Now returns
 	readTok, writeTok     guard.Token
 	secretsForLogChecking []string
@@ -64,7 +45,7 @@ type authEnv struct {
 
 func startAuthServer(t *testing.T) *authEnv {
 	t.Helper()
-	e := &authEnv{pki: newTestPKI(t), logs: &lockedBuffer{}}
+	e := &authEnv{pki: newTestPKI(t), logs: &testkit.Buffer{}}
 	e.clock.Store(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	for _, p := range []*string{&e.read, &e.write, &e.expired} {
 		tok, err := guard.NewToken()
@@ -169,6 +150,16 @@ func (e *authEnv) everyMethod(ctx context.Context, tkt *flight.Ticket) map[strin
 	return out
 }
 
+// startAuthCPU is startAuthServer with table cpu loaded (loadCPU), and
+// the context to call it with (no credential).
+func startAuthCPU(t *testing.T) (*authEnv, context.Context) {
+	t.Helper()
+	e := startAuthServer(t)
+	ctx := ctxT(t)
+	e.loadCPU(ctx)
+	return e, ctx
+}
+
 // loadCPU creates table cpu with the write token and returns a ticket of it.
 func (e *authEnv) loadCPU(ctx context.Context) *flight.Ticket {
 	e.t.Helper()
@@ -241,9 +232,7 @@ func TestAuthRefusesWithoutValidToken(t *testing.T) {
 }
 
 func TestAuthReadScope(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	r := bearer(ctx, e.read)
 
 	// Reading works.
@@ -319,9 +308,7 @@ func TestAuthReadScope(t *testing.T) {
 }
 
 func TestAuthHandshake(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 
 	// arrow-go's client: Basic in, the bearer token out, used after.
 	authed, err := e.client.AuthenticateBasicToken(ctx, "anyuser", e.read)
@@ -387,9 +374,7 @@ func TestAuthHandshake(t *testing.T) {
 }
 
 func TestAuthReloadRevokes(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	describe := func(tok string) error {
 		_, err := e.action(bearer(ctx, tok), ActionDescribeTable, map[string]any{"table": "cpu"})
 		return err
@@ -434,9 +419,7 @@ func TestAuthReloadRevokes(t *testing.T) {
 }
 
 func TestAuthExpiryByClock(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	soon, _ := guard.NewToken()
 	e.secretsForLogChecking = append(e.secretsForLogChecking, soon)
 	if err := guard.AppendTokenLine(e.tokensPath, soon+" read name=soon expires=2026-06-01T00:00:10Z"); err != nil {
@@ -518,7 +501,7 @@ func TestAuthClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	o := guard.AuthOptions{Classify: Scopes(), ClientCertificates: true, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})}
 	mw := guard.NewAuth(o).Middleware()
 	ts := startGatedServer(t, nil, nil, st.ServerOption(), grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))

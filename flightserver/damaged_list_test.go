@@ -1,9 +1,7 @@
 package flightserver
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -97,9 +96,9 @@ func (d damagedRoot) listed() []string {
 	return out
 }
 
-func startLoggedServer(t *testing.T) (*testServer, *lockedBuffer) {
+func startLoggedServer(t *testing.T) (*testServer, *testkit.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	ts := startServer(t, func(o *Options) {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs, JSONFormat: true})
 	})
@@ -112,17 +111,11 @@ func listFlights(t *testing.T, ts *testServer) []*flight.FlightInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*flight.FlightInfo
-	for {
-		info, err := lf.Recv()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListFlights: %v", err)
-		}
-		out = append(out, info)
+	out, err := testkit.Collect(lf.Recv)
+	if err != nil {
+		t.Fatalf("ListFlights: %v", err)
 	}
+	return out
 }
 
 // logLines returns the JSON log lines whose @message is msg and whose
@@ -179,10 +172,8 @@ func TestListFlightsDamagedTables(t *testing.T) {
 				}
 				continue
 			}
-			var p TableProblem
-			dec := json.NewDecoder(bytes.NewReader(info.AppMetadata))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&p); err != nil {
+			p, err := strictJSON[TableProblem](info.AppMetadata)
+			if err != nil {
 				t.Fatalf("%s: app_metadata %q: %v", name, info.AppMetadata, err)
 			}
 			wantCode := "DATA_LOSS"

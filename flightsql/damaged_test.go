@@ -32,22 +32,7 @@ func (s *sqlServer) adbcQueryErr(ctx context.Context, mem memory.Allocator, q st
 		return grpcOf(err)
 	}
 	defer cn.Close()
-	st, err := cn.NewStatement()
-	if err != nil {
-		return grpcOf(err)
-	}
-	defer st.Close()
-	if err := st.SetSqlQuery(q); err != nil {
-		return grpcOf(err)
-	}
-	rdr, _, err := st.ExecuteQuery(ctx)
-	if err != nil {
-		return grpcOf(err)
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-	}
-	return grpcOf(rdr.Err())
+	return grpcOf(adbcQueryEach(ctx, cn, q, nil))
 }
 
 // TestDamagedSegmentIsDataLoss: a planned segment that is truncated,
@@ -152,9 +137,7 @@ func TestDamagedSegmentIsDataLoss(t *testing.T) {
 // its code (a footer overwritten in place: DuckDB does not say which
 // file), still without the root.
 func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
+	s, ctx := startCPU(t, 3)
 	tb, err := s.svc.Table(ctx, "cpu")
 	if err != nil {
 		t.Fatal(err)
@@ -240,9 +223,7 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 // counts, never the root. The server's footer cache is keyed by size and
 // modification time, so the replaced file is read again.
 func TestSegmentRowCountChecked(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
+	s, ctx := startCPU(t, 3)
 	rec := cpuBatch(s.cliMem, t0, 10, "z")
 	defer rec.Release()
 	if _, err := s.ingest(ctx, "other", "create", cpuOpts, rec); err != nil {

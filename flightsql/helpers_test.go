@@ -3,12 +3,10 @@
 package flightsql
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +17,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
+)
+
+// The test kit's helpers under the names this package's tests use.
+var (
+	ctxT     = testkit.Context
+	wantCode = testkit.WantCode
 )
 
 // sqlServer is a real tsflight listener (plain Flight + Flight SQL) on a
@@ -40,29 +43,22 @@ type sqlServer struct {
 	client *flightsql.Client
 	srvMem *memory.CheckedAllocator
 	cliMem *memory.CheckedAllocator
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs   *testkit.Buffer
 }
 
 func startSQL(t *testing.T) *sqlServer {
 	t.Helper()
 	return startSQLWith(t, nil)
+}
+
+// startCPU is startSQL with table cpu of makeCPU(ctx, segments), and the
+// context to call it with.
+func startCPU(t *testing.T, segments int) (*sqlServer, context.Context) {
+	t.Helper()
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, segments)
+	return s, ctx
 }
 
 // startSQLWith is startSQL with tweak applied to the Flight SQL options.
@@ -92,7 +88,7 @@ func startSQLServer(t testing.TB, c sqlStart) *sqlServer {
 		root:   t.TempDir(),
 		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		logs:   &syncBuffer{},
+		logs:   &testkit.Buffer{},
 	}
 	level := hclog.Debug
 	if c.trace {
@@ -148,12 +144,6 @@ func startSQLServer(t testing.TB, c sqlStart) *sqlServer {
 		s.srvMem.AssertSize(t, 0)
 	})
 	return s
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // cpuSchema is the test table's schema: a UTC timestamp index, an entity
@@ -354,22 +344,6 @@ func (s *sqlServer) lastPlan(table string) (planned, total int) {
 		s.t.Fatalf("no plan logged for %s; log:\n%s", table, s.logs.String())
 	}
 	return p[len(p)-1][0], p[len(p)-1][1]
-}
-
-func wantCode(t *testing.T, what string, err error, code codes.Code, fragments ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want %v", what, code)
-	}
-	st, _ := status.FromError(err)
-	if st.Code() != code {
-		t.Fatalf("%s: code %v (%s), want %v", what, st.Code(), st.Message(), code)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(st.Message(), f) {
-			t.Fatalf("%s: message %q does not mention %q", what, st.Message(), f)
-		}
-	}
 }
 
 func fmtTime(t time.Time) string {

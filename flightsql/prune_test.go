@@ -18,9 +18,7 @@ import (
 // predicate made unprunable ((pred) OR false); the count must agree and the
 // plan must read the segments said.
 func TestPruningMatchesDuckDBSemantics(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	cases := []struct {
 		name, where string
 		planned     int
@@ -60,9 +58,7 @@ func TestPruningMatchesDuckDBSemantics(t *testing.T) {
 }
 
 func TestPruningRefusesUnsafeShapes(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	cases := []struct{ name, q, want string }{
 		// ASOF matches the nearest row: pruning the right side would
 		// change the match (05:30's match is 05:29:59, which WHERE drops).
@@ -138,9 +134,7 @@ func TestCancelFlightInfoStopsAStartedQuery(t *testing.T) {
 // TestRepeatedColumnNames: the announced schemas name columns as the
 // stream does, repeated names included.
 func TestRepeatedColumnNames(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	stmt, err := s.client.Prepare(ctx, "SELECT host AS x, usage AS x FROM cpu WHERE host = ? LIMIT 1")
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,7 @@ import (
 )
 
 func TestQueryAggregatesOverSegments(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "28800" {
 		t.Fatalf("count = %s, want 28800", got)
@@ -63,9 +61,7 @@ func TestQueryBatchesAreMerged(t *testing.T) {
 }
 
 func TestPruningPlansOnlyMatchingSegments(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	h := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Hour) }
 
 	cases := []struct {
@@ -106,9 +102,7 @@ func TestPruningPlansOnlyMatchingSegments(t *testing.T) {
 }
 
 func TestPruningAcrossReferences(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	h := func(i int) string { return fmtTime(t0.Add(time.Duration(i) * time.Hour)) }
 	cases := []struct {
 		q       string
@@ -139,9 +133,7 @@ func TestPruningAcrossReferences(t *testing.T) {
 }
 
 func TestQueryErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	cases := []struct {
 		q     string
 		code  codes.Code

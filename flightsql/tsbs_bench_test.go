@@ -110,24 +110,8 @@ func newTSBSADBC(tb testing.TB, addr string) *tsbsADBC {
 	return s
 }
 
-func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatch)) (err error) {
-	stmt, err := s.cnxn.NewStatement()
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, stmt.Close()) }()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		return err
-	}
-	rdr, _, err := stmt.ExecuteQuery(ctx)
-	if err != nil {
-		return err
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-		fn(rdr.RecordBatch())
-	}
-	return rdr.Err()
+func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatch)) error {
+	return adbcQueryEach(ctx, s.cnxn, q, fn)
 }
 
 // tsbsDuckDB is DuckDB used directly (Direct: the server's engine and
@@ -264,18 +248,6 @@ func runTSBSSession(tb testing.TB, root string, qs []tsbs.Query, iters int) (*ts
 	return &out, ""
 }
 
-func tsbsMedian(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func tsbsMS(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // num formats a figure for the table; NaN (no figure) is "-".
@@ -374,20 +346,16 @@ func BenchmarkTSBSQueries(b *testing.B) {
 				return tsbsMS(time.Since(start))
 			}
 			for i := range b.N {
-				if i%2 == 0 {
-					tsT = append(tsT, timed(ts))
-					dkT = append(dkT, timed(duck))
-				} else {
-					dkT = append(dkT, timed(duck))
-					tsT = append(tsT, timed(ts))
-				}
+				testkit.Alternate(i,
+					func() { tsT = append(tsT, timed(ts)) },
+					func() { dkT = append(dkT, timed(duck)) })
 				if split != nil {
 					timed(split)
 					infoT, dgetT = append(infoT, tsbsMS(split.info)), append(dgetT, tsbsMS(split.dget))
 				}
 			}
 			f := figs[q.Name]
-			f.tsflight, f.duckdb, f.runs = tsbsMedian(tsT), tsbsMedian(dkT), b.N
+			f.tsflight, f.duckdb, f.runs = testkit.Median(tsT), testkit.Median(dkT), b.N
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(f.tsflight, "tsflight-ms")
 			b.ReportMetric(f.duckdb, "duckdb-ms")
@@ -397,7 +365,7 @@ func BenchmarkTSBSQueries(b *testing.B) {
 				b.ReportMetric(f.tsflight/f.session, "ts/session")
 			}
 			if split != nil {
-				f.info, f.doget = tsbsMedian(infoT), tsbsMedian(dgetT)
+				f.info, f.doget = testkit.Median(infoT), testkit.Median(dgetT)
 				b.ReportMetric(f.info, "info-ms")
 				b.ReportMetric(f.doget, "doget-ms")
 			}
