@@ -57,16 +57,7 @@ func makeDamagedRoot(t *testing.T, ts *testServer) damagedRoot {
 		t.Fatal(err)
 	}
 	copyTable(t, ts.root, "alpha", "future")
-	c1 := log("future", tableformat.CommitPath(1))
-	data, err := os.ReadFile(c1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["time_travel"]`, 1)
-	if patched == string(data) {
-		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
-	}
-	write(c1, patched)
+	requireReaderFeature(t, filepath.Join(ts.root, "future"), "time_travel")
 	for _, g := range []string{"ghost", "ghost2"} {
 		if err := os.MkdirAll(filepath.Join(ts.root, g, tableformat.LogDir), 0o755); err != nil {
 			t.Fatal(err)

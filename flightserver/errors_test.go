@@ -365,6 +365,24 @@ func copyTable(t *testing.T, root, from, to string) {
 	testkit.CopyDir(t, filepath.Join(root, from), filepath.Join(root, to))
 }
 
+// requireReaderFeature rewrites commit 1 of the table in dir to require
+// reader feature f.
+func requireReaderFeature(t *testing.T, dir, f string) {
+	t.Helper()
+	commit1 := filepath.Join(dir, filepath.FromSlash(tableformat.CommitPath(1)))
+	data, err := os.ReadFile(commit1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["`+f+`"]`, 1)
+	if patched == string(data) {
+		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
+	}
+	if err := os.WriteFile(commit1, []byte(patched), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBrokenTablesOnDisk covers tables the service must refuse to read:
 // an unsupported reader feature, a corrupt commit and a missing segment.
 func TestBrokenTablesOnDisk(t *testing.T) {
@@ -376,18 +394,7 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 
 	// A table whose first commit requires reader feature time_travel.
 	copyTable(t, ts.root, "cpu", "future")
-	commit1 := filepath.Join(ts.root, "future", filepath.FromSlash(tableformat.CommitPath(1)))
-	data, err := os.ReadFile(commit1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["time_travel"]`, 1)
-	if patched == string(data) {
-		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
-	}
-	if err := os.WriteFile(commit1, []byte(patched), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	requireReaderFeature(t, filepath.Join(ts.root, "future"), "time_travel")
 
 	// A table whose second commit is not JSON.
 	copyTable(t, ts.root, "cpu", "broken")
@@ -440,7 +447,7 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 
 	// The lost segment: planning works from the log; reading it fails.
 	info := ts.info(ctx, pathDesc("lost"))
-	_, err = ts.fetchAll(ctx, info)
+	_, err := ts.fetchAll(ctx, info)
 	wantCode(t, "DoGet of a deleted segment", err, codes.DataLoss, seg)
 	sameSnapshot(t, "broken tables", before, snapshot(t, ts.root))
 

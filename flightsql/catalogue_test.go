@@ -263,19 +263,7 @@ func (e *sqlCatEnv) namesSegment(err error, seg string) error {
 // (ten rows of host z): a valid segment of another size and row count.
 func (e *sqlCatEnv) swapSegment(file string) {
 	e.t.Helper()
-	rec := cpuBatch(e.cliMem, t0, 10, "z")
-	defer rec.Release()
-	if _, err := e.ingest(e.ctx, "other", "create", cpuOpts, rec); err != nil {
-		e.t.Fatal(err)
-	}
-	tb, err := e.svc.Table(e.ctx, "other")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(e.root, "other", filepath.FromSlash(tb.State().Segments[0].Path)))
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	_, b := e.otherSegment(e.t, e.ctx)
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		e.t.Fatal(err)
 	}

@@ -93,6 +93,14 @@ func SameSnapshot(t testing.TB, what string, before, after map[string]string) {
 // directory copied to another name, to be damaged or kept as it was.
 func CopyDir(t testing.TB, src, dst string) {
 	t.Helper()
+	CopyDirEdit(t, src, dst, nil)
+}
+
+// CopyDirEdit is CopyDir writing each file as edit returns it, given the
+// file's slash-separated path relative to src and its content; a nil edit
+// copies files as they are.
+func CopyDirEdit(t testing.TB, src, dst string, edit func(rel string, data []byte) []byte) {
+	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -108,6 +116,9 @@ func CopyDir(t testing.TB, src, dst string) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		if edit != nil {
+			data = edit(filepath.ToSlash(rel), data)
 		}
 		return os.WriteFile(to, data, 0o644)
 	})
