@@ -39,13 +39,26 @@ func startWarm(t *testing.T) (*sqlServer, context.Context, int) {
 
 // mustExecute runs q through CommandStatementQuery and returns its
 // FlightInfo, unread.
-func (s *sqlServer) mustExecute(ctx context.Context, q string) *flight.FlightInfo {
-	s.t.Helper()
+func (s *sqlServer) mustExecute(t testing.TB, ctx context.Context, q string) *flight.FlightInfo {
+	t.Helper()
 	info, err := s.client.Execute(ctx, q)
 	if err != nil {
-		s.t.Fatalf("%s: %v", q, err)
+		t.Fatalf("%s: %v", q, err)
 	}
 	return info
+}
+
+// wantCancel sends CancelFlightInfo for info and checks the status it
+// answers; what names the call in a failure.
+func (s *sqlServer) wantCancel(t *testing.T, ctx context.Context, what string, info *flight.FlightInfo, want flight.CancelStatus) {
+	t.Helper()
+	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+	if err != nil {
+		t.Fatalf("%s: CancelFlightInfo: %v", what, err)
+	}
+	if res.Status != want {
+		t.Fatalf("%s: status %v, want %v", what, res.Status, want)
+	}
 }
 
 // readCancelled reads info's first endpoint under a context cancelled
@@ -102,7 +115,7 @@ func TestCancelStreamMidResult(t *testing.T) {
 	s, ctx, base := startWarm(t)
 
 	// 10^8 rows: about 1,500 batches.
-	info := s.mustExecute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
+	info := s.mustExecute(t, ctx, "SELECT * FROM range(0, 100000000) t(i)")
 	cctx, cancel := context.WithCancel(ctx)
 	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
 	if err != nil {
@@ -140,7 +153,7 @@ func TestCancelInterruptsDuckDB(t *testing.T) {
 	s, ctx, base := startWarm(t)
 
 	q := "SELECT sum(i * i % 7) FROM range(0, 100000000000000) t(i)"
-	info := s.mustExecute(ctx, q)
+	info := s.mustExecute(t, ctx, q)
 	s.readCancelled(ctx, "", info, 500*time.Millisecond)
 	testkit.WaitGoroutines(t, base, 5*time.Second)
 	s.threadsFree(ctx)
@@ -149,19 +162,10 @@ func TestCancelInterruptsDuckDB(t *testing.T) {
 func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
 	s, ctx := startCPU(t, 1)
 
-	info := s.mustExecute(ctx, "SELECT count(*) FROM cpu")
-	other, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
-	if err != nil {
-		t.Fatalf("CancelFlightInfo: %v", err)
-	}
-	if res.Status != flight.CancelStatusCancelled {
-		t.Fatalf("CancelFlightInfo status %v, want CANCELLED", res.Status)
-	}
-	_, err = s.fetch(ctx, info)
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
+	other := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
+	s.wantCancel(t, ctx, "CancelFlightInfo", info, flight.CancelStatusCancelled)
+	_, err := s.fetch(ctx, info)
 	wantCode(t, "DoGet of a cancelled FlightInfo", err, codes.Canceled)
 	// Again: still cancelled.
 	_, err = s.fetch(ctx, info)
@@ -182,9 +186,7 @@ func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo}); err != nil || res.Status != flight.CancelStatusCancelled {
-		t.Fatalf("CancelFlightInfo(prepared): %v, %v", res, err)
-	}
+	s.wantCancel(t, ctx, "CancelFlightInfo(prepared)", pinfo, flight.CancelStatusCancelled)
 	_, err = s.fetch(ctx, pinfo)
 	wantCode(t, "DoGet of a cancelled prepared FlightInfo", err, codes.Canceled)
 }
@@ -195,28 +197,14 @@ func TestCancelFlightInfoNotCancellable(t *testing.T) {
 		"raw bytes":    []byte("bogus"),
 		"empty ticket": {},
 	} {
-		res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: &flight.FlightInfo{
-			Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
-		}})
-		if err != nil {
-			t.Fatalf("%s: CancelFlightInfo: %v", name, err)
-		}
-		if res.Status != flight.CancelStatusNotCancellable {
-			t.Fatalf("%s: status %v, want NOT_CANCELLABLE", name, res.Status)
-		}
+		s.wantCancel(t, ctx, name, &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}}, flight.CancelStatusNotCancellable)
 	}
 	// A plain Flight scan ticket (tsflight's own) is not a SQL statement.
 	pinfo, err := s.client.Client.GetFlightInfo(ctx, pathDescriptor("cpu"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo})
-	if err != nil {
-		t.Fatalf("CancelFlightInfo(plain scan): %v", err)
-	}
-	if res.Status != flight.CancelStatusNotCancellable {
-		t.Fatalf("plain scan: status %v, want NOT_CANCELLABLE", res.Status)
-	}
+	s.wantCancel(t, ctx, "plain scan", pinfo, flight.CancelStatusNotCancellable)
 	// And the scan still runs.
 	_, recs, err := s.readFlight(ctx, pinfo.Endpoint[0].Ticket)
 	if err != nil {
@@ -237,7 +225,7 @@ func TestCancelFlightInfoNotCancellable(t *testing.T) {
 // cut-short result must not look complete).
 func TestCancelFlightInfoWhileStreaming(t *testing.T) {
 	s, ctx, base := startWarm(t)
-	info := s.mustExecute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
+	info := s.mustExecute(t, ctx, "SELECT * FROM range(0, 100000000) t(i)")
 	rdr, err := s.client.DoGet(ctx, info.Endpoint[0].Ticket)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +268,7 @@ func TestCancelFlightInfoWhileStreaming(t *testing.T) {
 // gives it 15 s, then cancels, which must interrupt DuckDB.
 func TestFirstBatchStreams(t *testing.T) {
 	s, ctx, base := startWarm(t)
-	info := s.mustExecute(ctx, "SELECT i FROM range(0, 10000000000000) t(i) WHERE i % 1000 = 0")
+	info := s.mustExecute(t, ctx, "SELECT i FROM range(0, 10000000000000) t(i) WHERE i % 1000 = 0")
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	start := time.Now()

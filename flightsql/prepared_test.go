@@ -669,10 +669,7 @@ func TestPreparedNaiveTimestampIndex(t *testing.T) {
 // its GetFlightInfo planned on, whatever was appended in between.
 func TestStatementTicketPinsSnapshot(t *testing.T) {
 	s, ctx := startCPU(t, 2)
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
 	p := s.prepare(ctx, "SELECT count(*) FROM cpu WHERE host = ?")
 	params := paramBatch(t, s, []arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}}, [][]any{{"a"}})
 	p.SetParameters(params)

@@ -113,10 +113,7 @@ func TestPruningAtTheLargestIndex(t *testing.T) {
 func TestCancelFlightInfoStopsAStartedQuery(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
 	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
 	if err != nil || res.Status != flight.CancelStatusCancelled {
 		t.Fatalf("cancel: %v, %v", res.Status, err)

@@ -86,6 +86,17 @@ func tsbsRowsOf(ctx context.Context, sys tsbsSystem, q string) (testkit.Rows, er
 	return out, errors.Join(err, cerr)
 }
 
+// mustTSBSRows is tsbsRowsOf(q) on sys, failing tb with sys's name on an
+// error.
+func mustTSBSRows(tb testing.TB, ctx context.Context, sys tsbsSystem, name string, q tsbs.Query) testkit.Rows {
+	tb.Helper()
+	rows, err := tsbsRowsOf(ctx, sys, q.SQL)
+	if err != nil {
+		tb.Fatalf("%s: %s: %v\n%s", q.Name, name, err, q.SQL)
+	}
+	return rows
+}
+
 // tsbsADBC is a tsflight server seen through the ADBC Flight SQL driver.
 type tsbsADBC struct {
 	db   adbc.Database
@@ -294,22 +305,12 @@ func BenchmarkTSBSQueries(b *testing.B) {
 	figs := map[string]*tsbsFigures{}
 	want := map[string]testkit.Rows{}
 	for _, q := range qs {
-		w, err := tsbsRowsOf(ctx, duck, q.SQL)
-		if err != nil {
-			b.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
-		}
-		got, err := tsbsRowsOf(ctx, ts, q.SQL)
-		if err != nil {
-			b.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
-		}
-		if d := got.Diff(w); d != "" {
+		w := mustTSBSRows(b, ctx, duck, "duckdb", q)
+		if d := mustTSBSRows(b, ctx, ts, "tsflight", q).Diff(w); d != "" {
 			b.Fatalf("%s: tsflight and duckdb answer differently (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if split != nil {
-			if got, err = tsbsRowsOf(ctx, split, q.SQL); err != nil {
-				b.Fatalf("%s: tsflight (arrow-go client): %v", q.Name, err)
-			}
-			if d := got.Diff(w); d != "" {
+			if d := mustTSBSRows(b, ctx, split, "tsflight (arrow-go client)", q).Diff(w); d != "" {
 				b.Fatalf("%s: tsflight (arrow-go client) and duckdb answer differently (tsflight first): %s", q.Name, d)
 			}
 		}

@@ -342,15 +342,8 @@ func TestTSBSQueriesAgree(t *testing.T) {
 	duck := newTSBSDuckDB(t, root, tsbsSegmentFiles(t, root), threads)
 	ctx := context.Background()
 	for _, q := range p.Queries("cpu") {
-		want, err := tsbsRowsOf(ctx, duck, q.SQL)
-		if err != nil {
-			t.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
-		}
-		got, err := tsbsRowsOf(ctx, ts, q.SQL)
-		if err != nil {
-			t.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
-		}
-		if d := got.Diff(want); d != "" {
+		want := mustTSBSRows(t, ctx, duck, "duckdb", q)
+		if d := mustTSBSRows(t, ctx, ts, "tsflight", q).Diff(want); d != "" {
 			t.Errorf("%s: tsflight and duckdb differ (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if len(want) == 0 && q.Name != "high-cpu-1" {
