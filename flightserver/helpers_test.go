@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -311,11 +310,7 @@ func (ts *testServer) mustPut(ctx context.Context, desc *flight.FlightDescriptor
 // stream starts the DoGet of tkt and returns its reader, which the caller
 // releases.
 func (ts *testServer) stream(ctx context.Context, tkt *flight.Ticket) (*flight.Reader, error) {
-	stream, err := ts.client.DoGet(ctx, tkt)
-	if err != nil {
-		return nil, err
-	}
-	return flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	return testkit.DoGet(ctx, ts.client, ts.cliMem, tkt)
 }
 
 // mustStream is stream failing t on an error.
@@ -442,9 +437,5 @@ func (ts *testServer) info(ctx context.Context, desc *flight.FlightDescriptor) *
 
 func (ts *testServer) schemaOf(b []byte) *arrow.Schema {
 	ts.t.Helper()
-	s, err := flight.DeserializeSchema(b, ts.cliMem)
-	if err != nil {
-		ts.t.Fatalf("schema: %v", err)
-	}
-	return s
+	return testkit.Schema(ts.t, b, ts.cliMem)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // mergeSchema has a column of every type DoGet merges without copying.
@@ -348,14 +350,8 @@ func (ts *testServer) fetchBatches(t *testing.T, ctx context.Context, table stri
 	info := ts.info(ctx, pathDesc(table))
 	rdr := ts.mustStream(t, ctx, info.Endpoint[0].Ticket)
 	defer rdr.Release()
-	var got []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		got = append(got, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		releaseAll(got)
+	got, err := testkit.ReadBatches(rdr)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return got

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -148,11 +147,7 @@ func (e *sqlFuzzEnv) versions(t *testing.T) map[string]uint64 {
 
 // doGet reads a whole stream and returns its error, if any.
 func (e *sqlFuzzEnv) doGet(ctx context.Context, tk []byte) error {
-	stream, err := e.raw.DoGet(ctx, &flight.Ticket{Ticket: tk})
-	if err != nil {
-		return err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(e.s.cliMem))
+	rdr, err := testkit.DoGet(ctx, e.raw, e.s.cliMem, &flight.Ticket{Ticket: tk})
 	if err != nil {
 		return err
 	}

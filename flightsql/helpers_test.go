@@ -241,18 +241,16 @@ func (s *sqlServer) fetch(ctx context.Context, info *flight.FlightInfo) (*result
 			return nil, err
 		}
 		res.schema = rdr.Schema()
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			rec.Retain()
-			res.recs = append(res.recs, rec)
-			res.rows += rec.NumRows()
-		}
-		err = rdr.Err()
+		recs, err := testkit.ReadBatches(rdr)
 		rdr.Release()
 		if err != nil {
 			res.release()
 			return nil, err
 		}
+		for _, rec := range recs {
+			res.rows += rec.NumRows()
+		}
+		res.recs = append(res.recs, recs...)
 	}
 	return res, nil
 }

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // paramBatch builds a one-batch parameter binding: fields' types decide
@@ -69,11 +71,7 @@ func tsType(unit arrow.TimeUnit, tz string) arrow.DataType {
 // schemaOf decodes an IPC-serialized schema.
 func (s *sqlServer) schemaOf(b []byte) *arrow.Schema {
 	s.t.Helper()
-	sc, err := flight.DeserializeSchema(b, s.cliMem)
-	if err != nil {
-		s.t.Fatalf("decoding a schema: %v", err)
-	}
-	return sc
+	return testkit.Schema(s.t, b, s.cliMem)
 }
 
 // packCmd packs a Flight SQL message as a CMD descriptor.

@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
@@ -145,25 +144,13 @@ func (s *sqlServer) segmentFiles(name string) []string {
 // readFlight reads one plain Flight DoGet stream into batches (retained;
 // release them).
 func (s *sqlServer) readFlight(ctx context.Context, tkt *flight.Ticket) (*arrow.Schema, []arrow.RecordBatch, error) {
-	stream, err := s.client.Client.DoGet(ctx, tkt)
-	if err != nil {
-		return nil, nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.cliMem))
+	rdr, err := testkit.DoGet(ctx, s.client.Client, s.cliMem, tkt)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rdr.Release()
-	var recs []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		for _, r := range recs {
-			r.Release()
-		}
+	recs, err := testkit.ReadBatches(rdr)
+	if err != nil {
 		return nil, nil, err
 	}
 	return rdr.Schema(), recs, nil

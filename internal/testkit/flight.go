@@ -100,3 +100,44 @@ func ActionNames(t testing.TB, ctx context.Context, client flight.Client) []stri
 	}
 	return names
 }
+
+// DoGet starts client's DoGet of tkt and returns a reader of its batches
+// allocating from mem; the caller releases it.
+func DoGet(ctx context.Context, client flight.Client, mem memory.Allocator, tkt *flight.Ticket) (*flight.Reader, error) {
+	stream, err := client.DoGet(ctx, tkt)
+	if err != nil {
+		return nil, err
+	}
+	return flight.NewRecordReader(stream, ipc.WithAllocator(mem))
+}
+
+// ReadBatches reads rdr to its end and returns its batches, retained (the
+// caller releases them); on an error it releases them and returns none.
+func ReadBatches(rdr interface {
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		out = append(out, rec)
+	}
+	if err := rdr.Err(); err != nil {
+		Release(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+// Schema decodes an IPC-serialized schema (a FlightInfo's or a
+// GetSchema answer's), failing t when it does not decode.
+func Schema(t testing.TB, b []byte, mem memory.Allocator) *arrow.Schema {
+	t.Helper()
+	s, err := flight.DeserializeSchema(b, mem)
+	if err != nil {
+		t.Fatalf("decoding a schema: %v", err)
+	}
+	return s
+}
