@@ -201,21 +201,36 @@ var cpuOpts = map[string]string{"tsflight.granularity": "1s", "tsflight.entity_c
 // (3600 rows per host, hosts a and b), hour i starting at t0 + i hours.
 func (s *sqlServer) makeCPU(ctx context.Context, segments int) {
 	s.t.Helper()
+	var recs []arrow.RecordBatch
 	for i := 0; i < segments; i++ {
-		rec := cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 3600, "a", "b")
+		recs = append(recs, cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 3600, "a", "b"))
+	}
+	for i, n := range s.ingestCPU(s.t, ctx, recs...) {
+		if n != 7200 {
+			s.t.Fatalf("ingest segment %d: %d rows, want 7200", i, n)
+		}
+	}
+}
+
+// ingestCPU creates table cpu (cpuOpts) from recs through bulk ingest,
+// the first by create and each next by append, one ingest (one segment)
+// each, and releases them; it returns the rows each ingest reported.
+func (s *sqlServer) ingestCPU(t testing.TB, ctx context.Context, recs ...arrow.RecordBatch) []int64 {
+	t.Helper()
+	defer testkit.Release(recs)
+	var out []int64
+	for i, rec := range recs {
 		mode := "append"
 		if i == 0 {
 			mode = "create"
 		}
 		n, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
-		rec.Release()
 		if err != nil {
-			s.t.Fatalf("ingest segment %d: %v", i, err)
+			t.Fatalf("ingest segment %d: %v", i, err)
 		}
-		if n != 7200 {
-			s.t.Fatalf("ingest segment %d: %d rows, want 7200", i, n)
-		}
+		out = append(out, n)
 	}
+	return out
 }
 
 // result is a fetched query result.

@@ -170,18 +170,7 @@ func TestRepeatedColumnNames(t *testing.T) {
 func TestEntityPruning(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	for i, host := range []string{"a", "b", "c"} {
-		rec := cpuBatch(s.cliMem, t0, 600, host)
-		mode := "append"
-		if i == 0 {
-			mode = "create"
-		}
-		_, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.ingestCPU(t, ctx, cpuBatch(s.cliMem, t0, 600, "a"), cpuBatch(s.cliMem, t0, 600, "b"), cpuBatch(s.cliMem, t0, 600, "c"))
 	cases := []struct {
 		where   string
 		rows    string
