@@ -95,18 +95,6 @@ func bearer(ctx context.Context, token string) context.Context {
 	return as(ctx, "Bearer "+token)
 }
 
-// drain reads a server stream to its end; EOF is success.
-func drain[T any](recv func() (T, error)) error {
-	for {
-		if _, err := recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
 // everyMethod calls each Flight method once against table cpu (a real
 // ticket from tkt) and returns each call's error.
 func (e *authEnv) everyMethod(ctx context.Context, tkt *flight.Ticket) map[string]error {
@@ -115,37 +103,37 @@ func (e *authEnv) everyMethod(ctx context.Context, tkt *flight.Ticket) map[strin
 	if s, err := c.ListFlights(ctx, &flight.Criteria{}); err != nil {
 		out["ListFlights"] = err
 	} else {
-		out["ListFlights"] = drain(s.Recv)
+		out["ListFlights"] = testkit.Drain(s.Recv)
 	}
 	_, out["GetFlightInfo"] = c.GetFlightInfo(ctx, pathDesc("cpu"))
 	_, out["GetSchema"] = c.GetSchema(ctx, pathDesc("cpu"))
 	if s, err := c.DoGet(ctx, tkt); err != nil {
 		out["DoGet"] = err
 	} else {
-		out["DoGet"] = drain(s.Recv)
+		out["DoGet"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.DoPut(ctx); err != nil {
 		out["DoPut"] = err
 	} else {
 		_ = s.Send(&flight.FlightData{FlightDescriptor: pathDesc("cpu")})
 		_ = s.CloseSend()
-		out["DoPut"] = drain(s.Recv)
+		out["DoPut"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.DoAction(ctx, &flight.Action{Type: ActionDescribeTable, Body: []byte(`{"table":"cpu"}`)}); err != nil {
 		out["DoAction"] = err
 	} else {
-		out["DoAction"] = drain(s.Recv)
+		out["DoAction"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.ListActions(ctx, &flight.Empty{}); err != nil {
 		out["ListActions"] = err
 	} else {
-		out["ListActions"] = drain(s.Recv)
+		out["ListActions"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.Handshake(ctx); err != nil {
 		out["Handshake"] = err
 	} else {
 		_ = s.CloseSend()
-		out["Handshake"] = drain(s.Recv)
+		out["Handshake"] = testkit.Drain(s.Recv)
 	}
 	return out
 }
@@ -355,7 +343,7 @@ func TestAuthHandshake(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = s.CloseSend()
-		err = drain(s.Recv)
+		err = testkit.Drain(s.Recv)
 		if c.want == "" { // "a:b:<token>": the password is "b:<token>", unknown
 			wantCode(t, c.name, err, codes.Unauthenticated, "unknown token")
 			continue
@@ -466,7 +454,7 @@ func TestAuthDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.CloseSend()
-	if err := drain(s.Recv); err != nil {
+	if err := testkit.Drain(s.Recv); err != nil {
 		t.Fatalf("Handshake with authentication off: %v", err)
 	}
 	if len(header.Get("authorization")) != 0 {
