@@ -12,9 +12,7 @@ import (
 )
 
 func TestAddColumns(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	old := genRows(t0, 10, 2)
 	ts.mustPut(ctx, pathDesc("cpu"), old, 8, 2)
 
@@ -109,9 +107,7 @@ func TestAddColumns(t *testing.T) {
 // TestAddColumnsDuringPuts adds a column while puts commit: the action
 // rebases instead of failing with a conflict, and every put lands.
 func TestAddColumnsDuringPuts(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	const puts = 12
 	var wg sync.WaitGroup

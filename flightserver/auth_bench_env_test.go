@@ -5,7 +5,6 @@ package flightserver
 // tls+auth), the client's view of it, and a self-signed certificate.
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // authBenchModes are the sub-benchmarks, in the order they run.
@@ -139,20 +139,9 @@ func startAuthBench(b *testing.B, root string) *authBenchEnv {
 	e.cmd = exec.Command(os.Args[0])
 	e.cmd.Env = append(os.Environ(), authBenchRootEnv+"="+root, authBenchCertEnv+"="+certFile,
 		authBenchKeyEnv+"="+keyFile, authBenchTokensEnv+"="+tokensFile)
-	e.cmd.Stderr = os.Stderr
-	out, err := e.cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := e.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	addrs := testkit.StartChild(b, e.cmd, "ADDRS ")
 	b.Cleanup(e.stop)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDRS ") {
-		b.Fatalf("auth bench server did not start: %q %v", line, err)
-	}
-	for _, f := range strings.Fields(strings.TrimPrefix(line, "ADDRS ")) {
+	for _, f := range strings.Fields(addrs) {
 		mode, addr, _ := strings.Cut(f, "=")
 		e.addrs[mode] = addr
 	}
@@ -201,15 +190,7 @@ func (e *authBenchEnv) stop() {
 	for _, c := range e.clients {
 		c.Close()
 	}
-	e.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { e.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		e.cmd.Process.Kill()
-		<-done
-	}
+	testkit.StopProcess(e.cmd, 10*time.Second)
 }
 
 // loopbackCert writes an ECDSA P-256 certificate for 127.0.0.1

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +36,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 type authCall func(b *testing.B, mode string) (rows, bytes int64, took time.Duration)
@@ -370,20 +370,11 @@ func BenchmarkAuthAlternating(b *testing.B) {
 					ratios[mode] = append(ratios[mode], r)
 				}
 			}
-			b.ReportMetric(medianOf(plain)/1e3, "plain-µs")
+			b.ReportMetric(testkit.Median(plain)/1e3, "plain-µs")
 			for _, mode := range authBenchModes[1:] {
-				b.ReportMetric(medianOf(ratios[mode]), mode+"/plain")
+				b.ReportMetric(testkit.Median(ratios[mode]), mode+"/plain")
 			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-func medianOf(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }

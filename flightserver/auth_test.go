@@ -7,14 +7,12 @@
 package flightserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,25 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // authEnv is a TLS server whose tokens come from a tokens file: a read
 // token (reader), a write token stored hashed (writer) and an expired
@@ -56,7 +37,7 @@ type authEnv struct {
 	read, write, expired  string
 	tokensPath            string
 	tokens                *guard.TokenFile
-	logs                  *lockedBuffer
+	logs                  *testkit.Buffer
 	clock                 atomic.Int64 // unix nanoseconds AuthOptions.Now returns
 	readTok, writeTok     guard.Token
 	secretsForLogChecking []string
@@ -64,7 +45,7 @@ type authEnv struct {
 
 func startAuthServer(t *testing.T) *authEnv {
 	t.Helper()
-	e := &authEnv{pki: newTestPKI(t), logs: &lockedBuffer{}}
+	e := &authEnv{pki: newTestPKI(t), logs: &testkit.Buffer{}}
 	e.clock.Store(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	for _, p := range []*string{&e.read, &e.write, &e.expired} {
 		tok, err := guard.NewToken()
@@ -114,18 +95,6 @@ func bearer(ctx context.Context, token string) context.Context {
 	return as(ctx, "Bearer "+token)
 }
 
-// drain reads a server stream to its end; EOF is success.
-func drain[T any](recv func() (T, error)) error {
-	for {
-		if _, err := recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
 // everyMethod calls each Flight method once against table cpu (a real
 // ticket from tkt) and returns each call's error.
 func (e *authEnv) everyMethod(ctx context.Context, tkt *flight.Ticket) map[string]error {
@@ -134,39 +103,49 @@ func (e *authEnv) everyMethod(ctx context.Context, tkt *flight.Ticket) map[strin
 	if s, err := c.ListFlights(ctx, &flight.Criteria{}); err != nil {
 		out["ListFlights"] = err
 	} else {
-		out["ListFlights"] = drain(s.Recv)
+		out["ListFlights"] = testkit.Drain(s.Recv)
 	}
 	_, out["GetFlightInfo"] = c.GetFlightInfo(ctx, pathDesc("cpu"))
 	_, out["GetSchema"] = c.GetSchema(ctx, pathDesc("cpu"))
 	if s, err := c.DoGet(ctx, tkt); err != nil {
 		out["DoGet"] = err
 	} else {
-		out["DoGet"] = drain(s.Recv)
+		out["DoGet"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.DoPut(ctx); err != nil {
 		out["DoPut"] = err
 	} else {
 		_ = s.Send(&flight.FlightData{FlightDescriptor: pathDesc("cpu")})
 		_ = s.CloseSend()
-		out["DoPut"] = drain(s.Recv)
+		out["DoPut"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.DoAction(ctx, &flight.Action{Type: ActionDescribeTable, Body: []byte(`{"table":"cpu"}`)}); err != nil {
 		out["DoAction"] = err
 	} else {
-		out["DoAction"] = drain(s.Recv)
+		out["DoAction"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.ListActions(ctx, &flight.Empty{}); err != nil {
 		out["ListActions"] = err
 	} else {
-		out["ListActions"] = drain(s.Recv)
+		out["ListActions"] = testkit.Drain(s.Recv)
 	}
 	if s, err := c.Handshake(ctx); err != nil {
 		out["Handshake"] = err
 	} else {
 		_ = s.CloseSend()
-		out["Handshake"] = drain(s.Recv)
+		out["Handshake"] = testkit.Drain(s.Recv)
 	}
 	return out
+}
+
+// startAuthCPU is startAuthServer with table cpu loaded (loadCPU), and
+// the context to call it with (no credential).
+func startAuthCPU(t *testing.T) (*authEnv, context.Context) {
+	t.Helper()
+	e := startAuthServer(t)
+	ctx := ctxT(t)
+	e.loadCPU(ctx)
+	return e, ctx
 }
 
 // loadCPU creates table cpu with the write token and returns a ticket of it.
@@ -241,9 +220,7 @@ func TestAuthRefusesWithoutValidToken(t *testing.T) {
 }
 
 func TestAuthReadScope(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	r := bearer(ctx, e.read)
 
 	// Reading works.
@@ -319,9 +296,7 @@ func TestAuthReadScope(t *testing.T) {
 }
 
 func TestAuthHandshake(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 
 	// arrow-go's client: Basic in, the bearer token out, used after.
 	authed, err := e.client.AuthenticateBasicToken(ctx, "anyuser", e.read)
@@ -368,7 +343,7 @@ func TestAuthHandshake(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = s.CloseSend()
-		err = drain(s.Recv)
+		err = testkit.Drain(s.Recv)
 		if c.want == "" { // "a:b:<token>": the password is "b:<token>", unknown
 			wantCode(t, c.name, err, codes.Unauthenticated, "unknown token")
 			continue
@@ -387,9 +362,7 @@ func TestAuthHandshake(t *testing.T) {
 }
 
 func TestAuthReloadRevokes(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	describe := func(tok string) error {
 		_, err := e.action(bearer(ctx, tok), ActionDescribeTable, map[string]any{"table": "cpu"})
 		return err
@@ -434,9 +407,7 @@ func TestAuthReloadRevokes(t *testing.T) {
 }
 
 func TestAuthExpiryByClock(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	soon, _ := guard.NewToken()
 	e.secretsForLogChecking = append(e.secretsForLogChecking, soon)
 	if err := guard.AppendTokenLine(e.tokensPath, soon+" read name=soon expires=2026-06-01T00:00:10Z"); err != nil {
@@ -483,7 +454,7 @@ func TestAuthDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.CloseSend()
-	if err := drain(s.Recv); err != nil {
+	if err := testkit.Drain(s.Recv); err != nil {
 		t.Fatalf("Handshake with authentication off: %v", err)
 	}
 	if len(header.Get("authorization")) != 0 {
@@ -518,7 +489,7 @@ func TestAuthClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	o := guard.AuthOptions{Classify: Scopes(), ClientCertificates: true, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})}
 	mw := guard.NewAuth(o).Middleware()
 	ts := startGatedServer(t, nil, nil, st.ServerOption(), grpc.ChainUnaryInterceptor(mw.Unary), grpc.ChainStreamInterceptor(mw.Stream))

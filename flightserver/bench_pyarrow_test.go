@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -231,17 +231,11 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 	fetch(hot) // fills its scan cache
 	b.ResetTimer()
 	for i := range b.N {
-		if i%2 == 0 {
-			tsS = append(tsS, fetch(ts))
-			paS = append(paS, fetch(pa))
-			caS = append(caS, fetch(cached))
-			hoS = append(hoS, fetch(hot))
-		} else {
-			hoS = append(hoS, fetch(hot))
-			caS = append(caS, fetch(cached))
-			paS = append(paS, fetch(pa))
-			tsS = append(tsS, fetch(ts))
-		}
+		testkit.Alternate(i,
+			func() { tsS = append(tsS, fetch(ts)) },
+			func() { paS = append(paS, fetch(pa)) },
+			func() { caS = append(caS, fetch(cached)) },
+			func() { hoS = append(hoS, fetch(hot)) })
 	}
 	b.StopTimer()
 	medianRate := func(v []sample) float64 {
@@ -249,11 +243,7 @@ func benchDoGetPyArrow(b *testing.B, shape string) {
 		for i, s := range v {
 			r[i] = s.rate
 		}
-		slices.Sort(r)
-		if len(r)%2 == 1 {
-			return r[len(r)/2]
-		}
-		return (r[len(r)/2-1] + r[len(r)/2]) / 2
+		return testkit.Median(r)
 	}
 	meanCPU := func(v []sample) float64 {
 		var t time.Duration

@@ -35,10 +35,8 @@ package flightserver
 // tsflight serve).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,7 +44,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,13 +51,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -285,20 +283,7 @@ func startBenchServer(b *testing.B, mode, root string, env ...string) *benchServ
 // stopped when the benchmark ends.
 func startProcServer(b *testing.B, cmd *exec.Cmd) *benchServer {
 	b.Helper()
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDR ") {
-		cmd.Process.Kill()
-		b.Fatalf("server did not start: %q %v", line, err)
-	}
-	s := &benchServer{cmd: cmd, addr: strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))}
+	s := &benchServer{cmd: cmd, addr: testkit.StartChild(b, cmd, "ADDR ")}
 	s.client = s.dial(b).client
 	b.Cleanup(s.stop)
 	return s
@@ -335,53 +320,22 @@ func (s *benchServer) peakRSS() float64 {
 
 func (s *benchServer) stop() {
 	s.client.Close()
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-	}
+	testkit.StopProcess(s.cmd, 10*time.Second)
 }
 
-// tsbsRows generates hosts × steps TSBS cpu-only rows from step first.
+// tsbsRows is hosts × steps rows of bench/tsbs's cpu-only data (seed 7,
+// from TSBS's start, spanning whole days) from step first, in batches of
+// at most batchRows rows that also end where an hour does; the caller
+// releases them.
 func tsbsRows(mem memory.Allocator, hosts, first, steps, batchRows int) []arrow.RecordBatch {
-	fields := []arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}, {Name: "hostname", Type: arrow.BinaryTypes.String}}
-	tags := []string{"region", "datacenter", "rack", "os", "arch", "team", "service", "service_version", "service_environment"}
-	for _, t := range tags {
-		fields = append(fields, arrow.Field{Name: t, Type: arrow.BinaryTypes.String})
+	perDay := int(24 * time.Hour / tsbs.DefaultStep)
+	days := (first + steps + perDay - 1) / perDay
+	p := tsbs.Params{Hosts: hosts, Start: tsbs.TSBSStart, Duration: time.Duration(days) * 24 * time.Hour, Seed: 7, BatchRows: batchRows}
+	recs, err := testkit.TSBSSteps(mem, p, first, steps)
+	if err != nil {
+		panic(fmt.Sprintf("tsbsRows: %v", err))
 	}
-	for _, f := range []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"} {
-		fields = append(fields, arrow.Field{Name: f, Type: arrow.PrimitiveTypes.Int64})
-	}
-	schema := arrow.NewSchema(fields, nil)
-	rng := rand.New(rand.NewPCG(7, uint64(first)))
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	var out []arrow.RecordBatch
-	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	n := 0
-	for s := first; s < first+steps; s++ {
-		for h := 0; h < hosts; h++ {
-			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base + int64(s)*10e9))
-			b.Field(1).(*array.StringBuilder).Append("host_" + strconv.Itoa(h))
-			for i := range tags {
-				b.Field(2 + i).(*array.StringBuilder).Append(strconv.Itoa((h*7 + i) % 9))
-			}
-			for i := 0; i < 10; i++ {
-				b.Field(11 + i).(*array.Int64Builder).Append(rng.Int64N(101))
-			}
-			if n++; n == batchRows {
-				out = append(out, b.NewRecordBatch())
-				n = 0
-			}
-		}
-	}
-	if n > 0 {
-		out = append(out, b.NewRecordBatch())
-	}
-	return out
+	return recs
 }
 
 // putStream sends batches as one DoPut to table cpu (created on demand).
@@ -568,23 +522,12 @@ func BenchmarkFlightDoGetRatio(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if i%2 == 0 {
-			tsRate = append(tsRate, fetch(ts))
-			memRate = append(memRate, fetch(mem))
-		} else {
-			memRate = append(memRate, fetch(mem))
-			tsRate = append(tsRate, fetch(ts))
-		}
+		testkit.Alternate(i,
+			func() { tsRate = append(tsRate, fetch(ts)) },
+			func() { memRate = append(memRate, fetch(mem)) })
 	}
 	b.StopTimer()
-	median := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		if len(s)%2 == 1 {
-			return s[len(s)/2]
-		}
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
+	median := testkit.Median
 	b.ReportMetric(median(tsRate), "tsflight-MB/s")
 	b.ReportMetric(median(memRate), "memory-MB/s")
 	b.ReportMetric(median(tsRate)/median(memRate), "ratio")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -15,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // A handler that returns its context's own error (its client went away)
@@ -53,7 +54,7 @@ func (*panicky) ListActions(*flight.Empty, flight.FlightService_ListActionsServe
 // A panicking handler behind the call log is an INTERNAL error for its
 // client, logged with its stack, and the server goes on serving.
 func TestCallLogRecoversPanic(t *testing.T) {
-	var out safeBuffer
+	var out testkit.Buffer
 	cl := NewCallLog(hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug}))
 	srv := flight.NewServerWithMiddleware([]flight.ServerMiddleware{cl.Middleware()})
 	srv.RegisterFlightService(&panicky{})
@@ -88,22 +89,4 @@ func TestCallLogRecoversPanic(t *testing.T) {
 	if n := cl.InFlight(); n != 0 {
 		t.Errorf("%d calls in flight after both returned", n)
 	}
-}
-
-// safeBuffer is a bytes.Buffer for a logger written from server goroutines.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

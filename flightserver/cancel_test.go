@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // bigBatch builds steps × hosts rows starting at step first, quickly (no
@@ -80,21 +82,6 @@ func loadBig(t *testing.T, ts *testServer, name string, segments, stepsPerSeg, h
 	return segments * stepsPerSeg * hosts
 }
 
-// settledGoroutines waits until the goroutine count stops changing and
-// returns it.
-func settledGoroutines() int {
-	n := runtime.NumGoroutine()
-	for range 50 {
-		time.Sleep(20 * time.Millisecond)
-		m := runtime.NumGoroutine()
-		if m == n {
-			return n
-		}
-		n = m
-	}
-	return n
-}
-
 func TestLargeScanBatchesAndCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads a few million rows")
@@ -112,14 +99,7 @@ func TestLargeScanBatchesAndCancel(t *testing.T) {
 	}
 	var rows int64
 	for i, ep := range info.Endpoint {
-		stream, err := ts.client.DoGet(ctx, ep.Ticket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rdr := ts.mustStream(t, ctx, ep.Ticket)
 		var sizes []int64
 		for rdr.Next() {
 			sizes = append(sizes, rdr.RecordBatch().NumRows())
@@ -141,16 +121,9 @@ func TestLargeScanBatchesAndCancel(t *testing.T) {
 
 	// Cancel a DoGet after one batch: the server's scan goroutines exit
 	// and every buffer is freed within a couple of seconds.
-	base := settledGoroutines()
+	base := testkit.SettledGoroutines()
 	cctx, cancel := context.WithCancel(ctx)
-	stream, err := ts.client.DoGet(cctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := ts.mustStream(t, cctx, info.Endpoint[0].Ticket)
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())
 	}
@@ -162,10 +135,7 @@ func TestLargeScanBatchesAndCancel(t *testing.T) {
 	}
 	wantCode(t, "reading after cancel", rdr.Err(), codes.Canceled)
 	rdr.Release()
-	if !waitFor(2*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines 2 s after the cancel, %d before the DoGet:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-	}
+	testkit.WaitGoroutines(t, base, 2*time.Second)
 	if !waitFor(2*time.Second, func() bool { return ts.srvMem.CurrentAlloc() == 0 }) {
 		t.Fatalf("server still holds %d bytes 2 s after the cancel", ts.srvMem.CurrentAlloc())
 	}

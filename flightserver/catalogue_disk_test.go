@@ -61,9 +61,7 @@ func (e *catEnv) rewrite(dir, rel string, edit func([]byte) []byte) {
 // futureFeature marks commit 1 of dir as needing a reader feature no
 // build knows.
 func (e *catEnv) futureFeature(dir string) {
-	e.rewrite(dir, tableformat.CommitPath(1), func(b []byte) []byte {
-		return []byte(strings.Replace(string(b), `"required_reader_features":[]`, `"required_reader_features":["vector_clock"]`, 1))
-	})
+	requireReaderFeature(e.t, dir, "vector_clock")
 }
 
 // garbleCommit2 cuts commit 2 of dir off in the middle of its JSON.

@@ -26,6 +26,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 var updateCatalogue = flag.Bool("update-catalogue", false, "rewrite the catalogue sections of docs/reliability-catalogue.md from the cases")
@@ -71,28 +73,6 @@ type catEnv struct {
 // catFixtureRows are the rows of cpu: steps 0..9 of host_0 and host_1.
 var catFixtureRows = genRows(t0, 10, 2)
 
-// diffSnapshots says what changed between two snapshots of the root
-// (snapshot: every file's relative path and SHA-256; directories are left
-// out, as a refused put to a table without data may leave the empty
-// directory data/_managed/append/ that the table package creates before
-// the stream is checked).
-func diffSnapshots(before, after map[string]string) []string {
-	out := changedFiles(before, after)
-	for i, p := range out {
-		_, was := before[p]
-		_, is := after[p]
-		switch {
-		case !was:
-			out[i] = "created " + p
-		case !is:
-			out[i] = "removed " + p
-		default:
-			out[i] = "modified " + p
-		}
-	}
-	return out
-}
-
 // runCatalogue runs each case on a fresh server and checks code, message,
 // the unchanged root and that the server still answers.
 func runCatalogue(t *testing.T, cases []badCase) {
@@ -133,7 +113,7 @@ func runCatalogue(t *testing.T, cases []badCase) {
 			if tok != nil {
 				tok.assertNotQuoted(t, err)
 			}
-			d := diffSnapshots(before, snapshot(t, ts.root))
+			d := testkit.SnapshotDiff(before, snapshot(t, ts.root))
 			if len(d) > 0 {
 				t.Fatalf("%s wrote to the root:\n  %s", c.op, strings.Join(d, "\n  "))
 			}

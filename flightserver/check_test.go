@@ -6,7 +6,6 @@ package flightserver
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,10 +26,8 @@ func (ts *testServer) check(ctx context.Context, body any) (CheckResult, error) 
 	if err != nil {
 		return CheckResult{}, err
 	}
-	var res CheckResult
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
+	res, err := strictJSON[CheckResult](raw)
+	if err != nil {
 		ts.t.Fatalf("check answer %s: %v", raw, err)
 	}
 	return res, nil
@@ -179,9 +176,7 @@ func TestCheckAction(t *testing.T) {
 // TestCheckActionScopes: a read token checks but cannot repair (nothing
 // changes); the write token repairs.
 func TestCheckActionScopes(t *testing.T) {
-	e := startAuthServer(t)
-	ctx := ctxT(t)
-	e.loadCPU(ctx)
+	e, ctx := startAuthCPU(t)
 	dir := filepath.Join(e.root, "cpu")
 	current := filepath.Join(dir, tableformat.LogDir, "CURRENT")
 	if err := os.WriteFile(current, []byte("1\n"), 0o644); err != nil {

@@ -164,10 +164,7 @@ func TestPutCompressedIPCBodies(t *testing.T) {
 			if !bytes.Contains(res.AppMetadata, []byte(`"rows":30000`)) {
 				t.Fatalf("PutResult %s, want 30000 rows", res.AppMetadata)
 			}
-			got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc(table)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := ts.readAll(t, ctx, table)
 			sameRows(t, c.name+" put", sortRows(got.rows), sortRows(rows))
 			if recvDirect.Load() == direct {
 				t.Fatal("no batch went through the direct decoder: the test needs bigger batches")

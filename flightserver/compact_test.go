@@ -4,7 +4,6 @@
 package flightserver
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -17,23 +16,11 @@ import (
 // compactRun runs the compact action and decodes its answer strictly.
 func (ts *testServer) compactRun(t *testing.T, body any) CompactResult {
 	t.Helper()
-	raw, err := ts.action(ctxT(t), ActionCompact, body)
-	if err != nil {
-		t.Fatalf("compact %v: %v", body, err)
-	}
-	var res CompactResult
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("compact answer %s: %v", raw, err)
-	}
-	return res
+	return runAction[CompactResult](t, ts, ctxT(t), ActionCompact, body)
 }
 
 func TestCompactAction(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	var all []row
 	for i := range 20 {
 		rows := genRows(t0.Add(timeOfStep(2*i)), 2, 3) // 6 rows an append
@@ -65,10 +52,7 @@ func TestCompactAction(t *testing.T) {
 	if d["version"] != float64(22) || d["segments"] != float64(1) || d["rows"] != float64(120) || d["bytes"] != float64(res.BytesAfter) {
 		t.Fatalf("after the compaction: %v", d)
 	}
-	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := ts.readAll(t, ctx, "cpu")
 	sameRows(t, "DoGet after the compaction", got.rows, all)
 
 	// Coverage answers are unchanged, a repeated compaction has nothing
@@ -82,10 +66,7 @@ func TestCompactAction(t *testing.T) {
 	}
 	more := genRows(t0.Add(timeOfStep(40)), 2, 3)
 	ts.mustPut(ctx, pathDesc("cpu"), more, 6, 23)
-	got, err = ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got = ts.readAll(t, ctx, "cpu")
 	sameRows(t, "DoGet after the next DoPut", got.rows, append(all, more...))
 	again := buildBatches(ts.cliMem, all[:6], 6)
 	defer releaseAll(again)
@@ -107,15 +88,8 @@ func TestCompactActionEmptyTable(t *testing.T) {
 }
 
 func TestCompactActionRefusals(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
-	cases := []struct {
-		name  string
-		body  string
-		code  codes.Code
-		frags []string
-	}{
+	ts, ctx := startWithCPU(t)
+	wantRefusals(t, ts, ctx, ActionCompact, []refusal{
 		{"unknown table", `{"table":"nope"}`, codes.NotFound, []string{"nope"}},
 		{"bad table name", `{"table":"../x"}`, codes.InvalidArgument, []string{"../x"}},
 		{"no table", `{}`, codes.InvalidArgument, []string{"table"}},
@@ -124,13 +98,7 @@ func TestCompactActionRefusals(t *testing.T) {
 		{"dry_run twice", `{"table":"cpu","dry_run":true,"dry_run":false}`, codes.InvalidArgument, []string{"dry_run", "more than once"}},
 		{"malformed", `{"table":`, codes.InvalidArgument, []string{"compact", "malformed JSON"}},
 		{"trailing data", `{"table":"cpu"} {}`, codes.InvalidArgument, []string{"unexpected data"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ts.action(ctx, ActionCompact, c.body)
-			wantCode(t, c.name, err, c.code, c.frags...)
-		})
-	}
+	})
 }
 
 // TestCompactActionMemoryBound: the compact action holds at most
@@ -156,9 +124,6 @@ func TestCompactActionMemoryBound(t *testing.T) {
 	if res.MemoryPeak == 0 || res.MemoryPeak > 2*uint64(tableformat.MinCompactMemoryBytes) {
 		t.Fatalf("compaction at a 1 MiB bound held %d bytes at its peak", res.MemoryPeak)
 	}
-	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := ts.readAll(t, ctx, "cpu")
 	sameRows(t, "DoGet after the bounded compaction", got.rows, all)
 }

@@ -12,9 +12,7 @@ import (
 // TestConcurrentPuts appends disjoint windows from many clients at once:
 // every put commits, each at its own version, and no row is lost.
 func TestConcurrentPuts(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	const writers = 8
 	var (
 		wg       sync.WaitGroup
@@ -62,19 +60,14 @@ func TestConcurrentPuts(t *testing.T) {
 	if versions[0] != 2 || versions[len(versions)-1] != 1+len(segOf) {
 		t.Fatalf("versions %v, want 2..%d with every commit in between", versions, 1+len(segOf))
 	}
-	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := ts.readAll(t, ctx, "cpu")
 	sameRows(t, "concurrent puts", got.rows, model)
 }
 
 // TestConcurrentOverlappingPuts sends the same rows from several clients:
 // exactly one commits, the others are refused as overlaps.
 func TestConcurrentOverlappingPuts(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	rows := genRows(t0, 200, 2)
 	var wg sync.WaitGroup
 	codesSeen := make([]codes.Code, 6)

@@ -1,9 +1,7 @@
 package flightserver
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
@@ -58,16 +57,7 @@ func makeDamagedRoot(t *testing.T, ts *testServer) damagedRoot {
 		t.Fatal(err)
 	}
 	copyTable(t, ts.root, "alpha", "future")
-	c1 := log("future", tableformat.CommitPath(1))
-	data, err := os.ReadFile(c1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["time_travel"]`, 1)
-	if patched == string(data) {
-		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
-	}
-	write(c1, patched)
+	requireReaderFeature(t, filepath.Join(ts.root, "future"), "time_travel")
 	for _, g := range []string{"ghost", "ghost2"} {
 		if err := os.MkdirAll(filepath.Join(ts.root, g, tableformat.LogDir), 0o755); err != nil {
 			t.Fatal(err)
@@ -97,9 +87,9 @@ func (d damagedRoot) listed() []string {
 	return out
 }
 
-func startLoggedServer(t *testing.T) (*testServer, *lockedBuffer) {
+func startLoggedServer(t *testing.T) (*testServer, *testkit.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	ts := startServer(t, func(o *Options) {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs, JSONFormat: true})
 	})
@@ -112,17 +102,11 @@ func listFlights(t *testing.T, ts *testServer) []*flight.FlightInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*flight.FlightInfo
-	for {
-		info, err := lf.Recv()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListFlights: %v", err)
-		}
-		out = append(out, info)
+	out, err := testkit.Collect(lf.Recv)
+	if err != nil {
+		t.Fatalf("ListFlights: %v", err)
 	}
+	return out
 }
 
 // logLines returns the JSON log lines whose @message is msg and whose
@@ -179,10 +163,8 @@ func TestListFlightsDamagedTables(t *testing.T) {
 				}
 				continue
 			}
-			var p TableProblem
-			dec := json.NewDecoder(bytes.NewReader(info.AppMetadata))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&p); err != nil {
+			p, err := strictJSON[TableProblem](info.AppMetadata)
+			if err != nil {
 				t.Fatalf("%s: app_metadata %q: %v", name, info.AppMetadata, err)
 			}
 			wantCode := "DATA_LOSS"

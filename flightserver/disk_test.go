@@ -1,8 +1,6 @@
 package flightserver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -14,69 +12,6 @@ import (
 )
 
 // Helpers that look at what the service left on disk.
-
-// snapshot maps every file under dir to a hash of its content.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// changedFiles lists the paths created, removed or changed between two
-// snapshots, sorted.
-func changedFiles(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	for p, h := range after {
-		if b, ok := before[p]; !ok {
-			t.Errorf("%s: file %s was created", what, p)
-		} else if b != h {
-			t.Errorf("%s: file %s was modified", what, p)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: file %s was removed", what, p)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-}
 
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(d time.Duration, cond func() bool) bool {

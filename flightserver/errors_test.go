@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -23,9 +23,7 @@ import (
 // request that takes one: each is InvalidArgument naming the name, and
 // nothing appears on disk, inside the root or next to it.
 func TestHostileTableNames(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	batches := buildBatches(ts.cliMem, genRows(t0, 10, 2), 100)
 	defer releaseAll(batches)
@@ -91,9 +89,7 @@ func TestHostileTableNames(t *testing.T) {
 // TestMalformedRequests covers JSON that does not parse, has unknown
 // fields or values of the wrong shape, and unknown actions.
 func TestMalformedRequests(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	before := snapshot(t, ts.root)
 
@@ -173,9 +169,7 @@ func (ts *testServer) putColumns(ctx context.Context, desc *flight.FlightDescrip
 }
 
 func TestPutRefusals(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	ts.createTSBS(ctx, "fresh") // no schema yet
 	before := snapshot(t, ts.root)
@@ -325,9 +319,7 @@ func TestPutRefusals(t *testing.T) {
 }
 
 func TestForgedTickets(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	info := ts.info(ctx, pathDesc("cpu"))
 	if len(info.Endpoint) != 1 {
@@ -370,23 +362,23 @@ func TestForgedTickets(t *testing.T) {
 // copyTable copies a table directory under the root to a new name.
 func copyTable(t *testing.T, root, from, to string) {
 	t.Helper()
-	src := filepath.Join(root, from)
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(root, to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
+	testkit.CopyDir(t, filepath.Join(root, from), filepath.Join(root, to))
+}
+
+// requireReaderFeature rewrites commit 1 of the table in dir to require
+// reader feature f.
+func requireReaderFeature(t *testing.T, dir, f string) {
+	t.Helper()
+	commit1 := filepath.Join(dir, filepath.FromSlash(tableformat.CommitPath(1)))
+	data, err := os.ReadFile(commit1)
 	if err != nil {
+		t.Fatal(err)
+	}
+	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["`+f+`"]`, 1)
+	if patched == string(data) {
+		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
+	}
+	if err := os.WriteFile(commit1, []byte(patched), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -394,9 +386,7 @@ func copyTable(t *testing.T, root, from, to string) {
 // TestBrokenTablesOnDisk covers tables the service must refuse to read:
 // an unsupported reader feature, a corrupt commit and a missing segment.
 func TestBrokenTablesOnDisk(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	rows := genRows(t0, 10, 2)
 	ts.mustPut(ctx, pathDesc("cpu"), rows, 100, 2)
 	batches := buildBatches(ts.cliMem, genRows(t0.Add(timeOfStep(100)), 10, 2), 100)
@@ -404,18 +394,7 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 
 	// A table whose first commit requires reader feature time_travel.
 	copyTable(t, ts.root, "cpu", "future")
-	commit1 := filepath.Join(ts.root, "future", filepath.FromSlash(tableformat.CommitPath(1)))
-	data, err := os.ReadFile(commit1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched := strings.Replace(string(data), `"required_reader_features":[]`, `"required_reader_features":["time_travel"]`, 1)
-	if patched == string(data) {
-		t.Fatalf("commit 1 has no empty required_reader_features: %s", data)
-	}
-	if err := os.WriteFile(commit1, []byte(patched), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	requireReaderFeature(t, filepath.Join(ts.root, "future"), "time_travel")
 
 	// A table whose second commit is not JSON.
 	copyTable(t, ts.root, "cpu", "broken")
@@ -468,26 +447,15 @@ func TestBrokenTablesOnDisk(t *testing.T) {
 
 	// The lost segment: planning works from the log; reading it fails.
 	info := ts.info(ctx, pathDesc("lost"))
-	_, err = ts.fetchAll(ctx, info)
+	_, err := ts.fetchAll(ctx, info)
 	wantCode(t, "DoGet of a deleted segment", err, codes.DataLoss, seg)
 	sameSnapshot(t, "broken tables", before, snapshot(t, ts.root))
 
 	// ListFlights lists every table; one that cannot be opened carries its
 	// problem in app_metadata (and no endpoints) instead of being skipped.
-	lf, err := ts.client.ListFlights(ctx, &flight.Criteria{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
 	problems := map[string]TableProblem{}
-	for {
-		info, err := lf.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, info := range listFlights(t, ts) {
 		name := info.FlightDescriptor.Path[0]
 		names = append(names, name)
 		if len(info.AppMetadata) > 0 {

@@ -10,9 +10,7 @@ package flightserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +26,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -165,22 +164,6 @@ func (e *fuzzEnv) version(t *testing.T, name string) uint64 {
 	return tb.State().Version
 }
 
-// badCodes are the codes no input may get: they mean a bug (Internal,
-// Unknown), damage (DataLoss) or a server that is not well.
-var badCodes = []codes.Code{codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Canceled}
-
-func checkCode(t *testing.T, what string, err error) codes.Code {
-	t.Helper()
-	st, ok := status.FromError(err)
-	if !ok {
-		t.Fatalf("%s: error without a gRPC status: %v", what, err)
-	}
-	if slices.Contains(badCodes, st.Code()) {
-		t.Fatalf("%s: code %v: %s", what, st.Code(), st.Message())
-	}
-	return st.Code()
-}
-
 // checkRows checks that a DoGet result holds only rows of fuzzTable, each
 // at most once, with their values.
 func (e *fuzzEnv) checkRows(t *testing.T, got *fetched) {
@@ -266,7 +249,7 @@ func FuzzTicket(f *testing.F) {
 		before := snapshot(t, e.ts.root)
 		got, err := e.ts.doGet(fuzzCtx(t), &flight.Ticket{Ticket: tk})
 		if err != nil {
-			code := checkCode(t, "DoGet", err)
+			code := testkit.CheckCode(t, "DoGet", err)
 			if derr != nil && code != status.Code(derr) {
 				t.Fatalf("DoGet of a ticket decodeTicket refuses (%v): %v", derr, err)
 			}
@@ -276,7 +259,7 @@ func FuzzTicket(f *testing.F) {
 			}
 			e.checkRows(t, got)
 		}
-		if d := changedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
+		if d := testkit.ChangedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
 			t.Fatalf("DoGet changed %v", d)
 		}
 	})
@@ -317,7 +300,7 @@ func FuzzCommandDescriptor(f *testing.F) {
 		desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}
 		info, err := e.ts.client.GetFlightInfo(ctx, desc)
 		if err != nil {
-			checkCode(t, "GetFlightInfo", err)
+			testkit.CheckCode(t, "GetFlightInfo", err)
 		} else {
 			total := 0
 			for i, ep := range info.Endpoint {
@@ -332,7 +315,7 @@ func FuzzCommandDescriptor(f *testing.F) {
 				t.Fatalf("FlightInfo says %d records, the endpoints held %d", info.TotalRecords, total)
 			}
 		}
-		if d := changedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
+		if d := testkit.ChangedFiles(before, snapshot(t, e.ts.root)); len(d) > 0 {
 			t.Fatalf("GetFlightInfo changed %v", d)
 		}
 
@@ -346,10 +329,10 @@ func FuzzCommandDescriptor(f *testing.F) {
 		batches := buildBatches(e.ts.cliMem, rows, 100)
 		res, err := e.ts.put(ctx, desc, tsbsSchema, batches...)
 		releaseAll(batches)
-		changed := changedFiles(before, snapshot(t, e.ts.root))
+		changed := testkit.ChangedFiles(before, snapshot(t, e.ts.root))
 		tables := tablesOf(changed)
 		if err != nil {
-			checkCode(t, "DoPut", err)
+			testkit.CheckCode(t, "DoPut", err)
 			// A put refuses its batch before it creates a table (the
 			// rehearsal), so a refusal changes nothing at all.
 			if len(changed) > 0 {
@@ -406,22 +389,7 @@ var readOnlyActions = []string{ActionDescribeTable, ActionCoverage, ActionGaps, 
 // listActions asks the server for its actions, plus one name it does not
 // have.
 func listActions(tb testing.TB, e *fuzzEnv) []string {
-	stream, err := e.ts.client.ListActions(context.Background(), &flight.Empty{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var names []string
-	for {
-		a, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		names = append(names, a.Type)
-	}
-	return append(names, "no-such-action")
+	return append(testkit.ActionNames(tb, context.Background(), e.ts.client), "no-such-action")
 }
 
 // FuzzAction runs an action picked from ListActions by a fuzzed byte with
@@ -450,9 +418,9 @@ func FuzzAction(f *testing.F) {
 			versions[n] = e.version(t, n)
 		}
 		res, err := e.ts.action(fuzzCtx(t), name, body)
-		changed := changedFiles(before, snapshot(t, e.ts.root))
+		changed := testkit.ChangedFiles(before, snapshot(t, e.ts.root))
 		if err != nil {
-			code := checkCode(t, name, err)
+			code := testkit.CheckCode(t, name, err)
 			if name == "no-such-action" && code != codes.InvalidArgument {
 				t.Fatalf("unknown action: %v, want InvalidArgument", err)
 			}

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // healthEnv is a server with tokens (read, write) and the health service,
@@ -188,7 +189,7 @@ func TestHealthNotServingOnShutdown(t *testing.T) {
 	wctx := bearer(ctx, e.write)
 	created, err := e.fl.DoAction(wctx, &flight.Action{Type: ActionCreateTable, Body: []byte(`{"table":"cpu","index_column":"ts","index_type":"timestamp","granularity":"10s","entity_columns":["hostname"]}`)})
 	if err == nil {
-		err = drain(created.Recv)
+		err = testkit.Drain(created.Recv)
 	}
 	if err != nil {
 		t.Fatalf("create-table: %v", err)

@@ -1,6 +1,7 @@
 package flightserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,19 +13,25 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
+)
+
+// The test kit's helpers under the names this package's tests use.
+var (
+	ctxT         = testkit.Context
+	wantCode     = testkit.WantCode
+	snapshot     = testkit.Snapshot
+	sameSnapshot = testkit.SameSnapshot
 )
 
 // testServer is a real Flight server on a loopback port over a temporary
@@ -45,6 +52,16 @@ type testServer struct {
 func startServer(t *testing.T, tweak func(*Options)) *testServer {
 	t.Helper()
 	return startGatedServer(t, tweak, nil)
+}
+
+// startWithCPU is startServer with an empty TSBS table cpu (createTSBS),
+// and the context to call it with.
+func startWithCPU(t *testing.T) (*testServer, context.Context) {
+	t.Helper()
+	ts := startServer(t, nil)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	return ts, ctx
 }
 
 // startGatedServer is startServer with the limits of gate in force (nil:
@@ -115,12 +132,6 @@ func startGatedServer(t *testing.T, tweak func(*Options), gate *guard.Gate, extr
 	return ts
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // ---- actions ----
 
 func (ts *testServer) action(ctx context.Context, name string, body any) ([]byte, error) {
@@ -164,6 +175,53 @@ func (ts *testServer) mustAction(ctx context.Context, name string, body any) map
 	return out
 }
 
+// strictJSON decodes raw into a T, refusing any field T does not have.
+func strictJSON[T any](raw []byte) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// runAction runs action name with body and decodes its answer strictly
+// into a T, failing t if either fails.
+func runAction[T any](t *testing.T, ts *testServer, ctx context.Context, name string, body any) T {
+	t.Helper()
+	raw, err := ts.action(ctx, name, body)
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, body, err)
+	}
+	res, err := strictJSON[T](raw)
+	if err != nil {
+		t.Fatalf("%s answer %s: %v", name, raw, err)
+	}
+	return res
+}
+
+// refusal is an action body the action must refuse with code, its
+// message naming every fragment.
+type refusal struct {
+	name  string
+	body  string
+	code  codes.Code
+	frags []string
+}
+
+// wantRefusals runs action with each case's body, a subtest each, and
+// checks the refusal and that nothing under the root changed.
+func wantRefusals(t *testing.T, ts *testServer, ctx context.Context, action string, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := snapshot(t, ts.root)
+			_, err := ts.action(ctx, action, c.body)
+			wantCode(t, c.name, err, c.code, c.frags...)
+			sameSnapshot(t, c.name, before, snapshot(t, ts.root))
+		})
+	}
+}
+
 func (ts *testServer) createTSBS(ctx context.Context, name string) {
 	ts.t.Helper()
 	got := ts.mustAction(ctx, ActionCreateTable, map[string]any{
@@ -200,38 +258,16 @@ func cmdDesc(t *testing.T, body any) *flight.FlightDescriptor {
 // put streams batches (released by the caller) under desc and returns the
 // decoded PutResults.
 func (ts *testServer) put(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, batches ...arrow.RecordBatch) ([]PutResult, error) {
-	stream, err := ts.client.DoPut(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(ts.cliMem))
-	w.SetFlightDescriptor(desc)
-	for _, b := range batches {
-		if err := w.Write(b); err != nil {
-			break // the server ended the call; Recv says why
-		}
-	}
-	w.Close()
-	if err := stream.CloseSend(); err != nil {
-		return nil, err
-	}
+	metas, err := testkit.Put(ctx, ts.client, ts.cliMem, desc, schema, batches...)
 	var out []PutResult
-	for {
-		r, err := stream.Recv()
-		if err == io.EOF {
-			return out, nil
-		}
+	for _, m := range metas {
+		pr, err := strictJSON[PutResult](m)
 		if err != nil {
-			return out, err
-		}
-		var pr PutResult
-		dec := json.NewDecoder(strings.NewReader(string(r.AppMetadata)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&pr); err != nil {
-			return out, fmt.Errorf("PutResult app_metadata %q: %v", r.AppMetadata, err)
+			return out, fmt.Errorf("PutResult app_metadata %q: %v", m, err)
 		}
 		out = append(out, pr)
 	}
+	return out, err
 }
 
 // mustPut puts the model's batches and checks the single PutResult.
@@ -271,6 +307,22 @@ func (ts *testServer) mustPut(ctx context.Context, desc *flight.FlightDescriptor
 
 // ---- DoGet ----
 
+// stream starts the DoGet of tkt and returns its reader, which the caller
+// releases.
+func (ts *testServer) stream(ctx context.Context, tkt *flight.Ticket) (*flight.Reader, error) {
+	return testkit.DoGet(ctx, ts.client, ts.cliMem, tkt)
+}
+
+// mustStream is stream failing t on an error.
+func (ts *testServer) mustStream(t *testing.T, ctx context.Context, tkt *flight.Ticket) *flight.Reader {
+	t.Helper()
+	rdr, err := ts.stream(ctx, tkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdr
+}
+
 // fetched is what DoGet returned for one ticket.
 type fetched struct {
 	schema  *arrow.Schema
@@ -283,11 +335,7 @@ type fetched struct {
 // doGet reads a whole stream. Columns it knows (ts, hostname, usage_*) fill
 // the row model; any other column is collected into extra.
 func (ts *testServer) doGet(ctx context.Context, tkt *flight.Ticket) (*fetched, error) {
-	stream, err := ts.client.DoGet(ctx, tkt)
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+	rdr, err := ts.stream(ctx, tkt)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +415,17 @@ func (ts *testServer) fetchAll(ctx context.Context, info *flight.FlightInfo) (*f
 	return all, nil
 }
 
+// readAll reads the whole table name (GetFlightInfo, then every
+// endpoint), failing t on an error.
+func (ts *testServer) readAll(t *testing.T, ctx context.Context, name string) *fetched {
+	t.Helper()
+	f, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc(name)))
+	if err != nil {
+		t.Fatalf("reading table %s: %v", name, err)
+	}
+	return f
+}
+
 func (ts *testServer) info(ctx context.Context, desc *flight.FlightDescriptor) *flight.FlightInfo {
 	ts.t.Helper()
 	info, err := ts.client.GetFlightInfo(ctx, desc)
@@ -378,29 +437,5 @@ func (ts *testServer) info(ctx context.Context, desc *flight.FlightDescriptor) *
 
 func (ts *testServer) schemaOf(b []byte) *arrow.Schema {
 	ts.t.Helper()
-	s, err := flight.DeserializeSchema(b, ts.cliMem)
-	if err != nil {
-		ts.t.Fatalf("schema: %v", err)
-	}
-	return s
-}
-
-// ---- errors ----
-
-// wantCode checks the gRPC code of err and that its message contains
-// every fragment.
-func wantCode(t *testing.T, what string, err error, code codes.Code, fragments ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want %v", what, code)
-	}
-	st, _ := status.FromError(err)
-	if st.Code() != code {
-		t.Fatalf("%s: code %v (%s), want %v", what, st.Code(), st.Message(), code)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(st.Message(), f) {
-			t.Fatalf("%s: message %q does not mention %q", what, st.Message(), f)
-		}
-	}
+	return testkit.Schema(ts.t, b, ts.cliMem)
 }

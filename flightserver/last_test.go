@@ -9,16 +9,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // lastAnswer is a decoded last answer: its schema and rows, in order.
@@ -116,9 +116,7 @@ func hostRows(host string, steps ...int) []row {
 // returns, for every host, the newest row a full scan holds, sorted by
 // host; the entity filter and the projection select from it.
 func TestLastAction(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 
 	check := func(what string) {
 		t.Helper()
@@ -160,10 +158,7 @@ func TestLastAction(t *testing.T) {
 		t.Fatalf("late append: %v", err)
 	}
 	check("after a late append")
-	all, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := ts.readAll(t, ctx, "cpu")
 	newest := newestPerHost(all.rows)
 	if len(newest) != 4 || newest[0].host != "host_0" || newest[3].host != "host_9" {
 		t.Fatalf("the brute force is not what the test built: %+v", newest)
@@ -287,9 +282,7 @@ func TestLastActionIntegerEntity(t *testing.T) {
 // TestLastActionErrors: each bad request gets its code and a message that
 // names the field or value; none leaves memory behind.
 func TestLastActionErrors(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 4, 2), 100, 2)
 	ts.mustAction(ctx, ActionCreateTable, map[string]any{"table": "plain", "index_column": "ts", "index_type": "timestamp", "granularity": "10s"})
 	ts.mustPut(ctx, pathDesc("plain"), genRows(t0, 4, 1), 100, 2)
@@ -351,19 +344,8 @@ func TestLastActionAboveSendLimit(t *testing.T) {
 // TestLastActionListed: ListActions describes last as returning Arrow.
 func TestLastActionListed(t *testing.T) {
 	ts := startServer(t, nil)
-	stream, err := ts.client.ListActions(ctxT(t), &flight.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := false
-	for {
-		a, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range testkit.ListActions(t, ctxT(t), ts.client) {
 		if a.Type == ActionLast {
 			found = strings.Contains(a.Description, "Arrow IPC stream") && strings.Contains(a.Description, `"entity"`)
 		}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 func newGate(t *testing.T, l *guard.Limits) *guard.Gate {
@@ -271,15 +272,8 @@ func TestSlowReaderHoldsBoundedMemory(t *testing.T) {
 	gate := newGate(t, &guard.Limits{RequestTimeout: timeout})
 	ts := startGatedServer(t, func(o *Options) { o.Root = plain.root; o.MaxEndpoints = 1 }, gate)
 	info := ts.info(ctx, pathDesc("big"))
-	base := settledGoroutines()
-	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testkit.SettledGoroutines()
+	rdr := ts.mustStream(t, ctx, info.Endpoint[0].Ticket)
 	defer rdr.Release()
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())

@@ -12,9 +12,7 @@ import (
 // most BusyShare of the time; a backlog that builds up during the pause
 // ends it.
 func TestMaintenancePauseBusyShare(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	// Maintenance runs (appends are noted) but never compacts here.
 	startMaintenance(t, ts, &MaintenanceOptions{Interval: time.Hour, MinSmallSegments: 2, BytesPerSecond: -1, QuietAfter: -1, Paused: true})
 	ts.putSmall(ctx, 0, 3)

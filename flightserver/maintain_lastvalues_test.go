@@ -15,9 +15,7 @@ import (
 // The maintenance loop persists the last-value index of a table that
 // moved, and a handle opened afterwards starts from it with the right rows.
 func TestMaintenanceKeepsLastValues(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	startMaintenance(t, ts, &MaintenanceOptions{Interval: 50 * time.Millisecond, MinSmallSegments: 1000, BytesPerSecond: -1})
 	ts.putSmall(ctx, 0, 3)
 	tb, err := ts.svc.Table(ctx, "cpu")

@@ -12,9 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // mergeSchema has a column of every type DoGet merges without copying.
@@ -120,6 +121,26 @@ func renderRows(recs ...arrow.RecordBatch) []string {
 	return out
 }
 
+// putMergeRows creates table m and puts mergeRows batches of the given
+// lengths, one put each, consecutive; it returns the batches put, which
+// the caller releases.
+func putMergeRows(t *testing.T, ts *testServer, ctx context.Context, lengths ...int) []arrow.RecordBatch {
+	t.Helper()
+	desc := cmdDesc(t, map[string]any{"table": "m", "create": map[string]any{"index_column": "ts", "index_type": "timestamp", "granularity": "10s", "entity_columns": []string{"host"}}})
+	var put []arrow.RecordBatch
+	first := 0
+	for _, n := range lengths {
+		rec := mergeRows(ts.cliMem, first, n)
+		put = append(put, rec)
+		if _, err := ts.put(ctx, desc, rec.Schema(), rec); err != nil {
+			releaseAll(put)
+			t.Fatalf("put: %v", err)
+		}
+		first += n
+	}
+	return put
+}
+
 // DoGet sends the scan's short batches merged into batches of BatchRows
 // to 2 × BatchRows rows; the merged batches hold exactly the rows, nulls
 // and values put (odd batch lengths exercise the bitmap packing, strings
@@ -127,18 +148,8 @@ func renderRows(recs ...arrow.RecordBatch) []string {
 func TestDoGetMergesBatches(t *testing.T) {
 	ts := startServer(t, func(o *Options) { o.BatchRows = 1000; o.MaxEndpoints = 1 })
 	ctx := ctxT(t)
-	desc := cmdDesc(t, map[string]any{"table": "m", "create": map[string]any{"index_column": "ts", "index_type": "timestamp", "granularity": "10s", "entity_columns": []string{"host"}}})
-	var want []arrow.RecordBatch
-	first := 0
-	for _, n := range []int{4001, 2500, 123, 777} {
-		rec := mergeRows(ts.cliMem, first, n)
-		defer rec.Release()
-		want = append(want, rec)
-		if _, err := ts.put(ctx, desc, rec.Schema(), rec); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-		first += n
-	}
+	want := putMergeRows(t, ts, ctx, 4001, 2500, 123, 777)
+	defer releaseAll(want)
 	got := ts.fetchBatches(t, ctx, "m")
 	var sizes []int64
 	for _, rec := range got {
@@ -312,18 +323,8 @@ func TestDoGetOversizedGroupSentBatchByBatch(t *testing.T) {
 	maxGroupStringBytes = 20_000
 	ts := startServer(t, func(o *Options) { o.BatchRows = 1000; o.MaxEndpoints = 1 })
 	ctx := ctxT(t)
-	desc := cmdDesc(t, map[string]any{"table": "m", "create": map[string]any{"index_column": "ts", "index_type": "timestamp", "granularity": "10s", "entity_columns": []string{"host"}}})
-	var want []arrow.RecordBatch
-	first := 0
-	for _, n := range []int{700, 700, 700} {
-		rec := mergeRows(ts.cliMem, first, n)
-		defer rec.Release()
-		want = append(want, rec)
-		if _, err := ts.put(ctx, desc, rec.Schema(), rec); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-		first += n
-	}
+	want := putMergeRows(t, ts, ctx, 700, 700, 700)
+	defer releaseAll(want)
 	got := ts.fetchBatches(t, ctx, "m")
 	defer releaseAll(got)
 	for _, rec := range got {
@@ -347,23 +348,10 @@ func TestDoGetOversizedGroupSentBatchByBatchStandardCodec(t *testing.T) {
 func (ts *testServer) fetchBatches(t *testing.T, ctx context.Context, table string) []arrow.RecordBatch {
 	t.Helper()
 	info := ts.info(ctx, pathDesc(table))
-	stream, err := ts.client.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := ts.mustStream(t, ctx, info.Endpoint[0].Ticket)
 	defer rdr.Release()
-	var got []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		got = append(got, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		releaseAll(got)
+	got, err := testkit.ReadBatches(rdr)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return got

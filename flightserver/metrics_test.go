@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tsflight/tsflight/flightserver/guard"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -268,12 +269,8 @@ func TestMetricsOpenStreams(t *testing.T) {
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := stream.Recv(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	if err := testkit.Drain(stream.Recv); err != nil {
+		t.Fatal(err)
 	}
 	if !waitFor(5*time.Second, func() bool { return open() == 0 }) {
 		t.Fatalf("open DoPut streams %v after it ended, want 0", open())

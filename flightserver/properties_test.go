@@ -6,12 +6,10 @@
 package flightserver
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,17 +51,7 @@ func startClockServer(t *testing.T) (*testServer, *serverClock) {
 
 func setProps(t *testing.T, ts *testServer, body any) SetPropertiesResult {
 	t.Helper()
-	raw, err := ts.action(ctxT(t), ActionSetProperties, body)
-	if err != nil {
-		t.Fatalf("set-properties %v: %v", body, err)
-	}
-	var res SetPropertiesResult
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("set-properties answer %s: %v", raw, err)
-	}
-	return res
+	return runAction[SetPropertiesResult](t, ts, ctxT(t), ActionSetProperties, body)
 }
 
 func TestSetPropertiesAction(t *testing.T) {
@@ -106,12 +94,7 @@ func TestSetPropertiesActionRefusals(t *testing.T) {
 	ts.createTSBS(ctx, "cpu")
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC), 3, 1), 40, 2)
 	ts.createTSBS(ctx, "empty")
-	cases := []struct {
-		name  string
-		body  string
-		code  codes.Code
-		frags []string
-	}{
+	wantRefusals(t, ts, ctx, ActionSetProperties, []refusal{
 		{"unknown table", `{"table":"nope","properties":{"owner":"x"}}`, codes.NotFound, []string{"nope"}},
 		{"bad table name", `{"table":"../x","properties":{"owner":"x"}}`, codes.InvalidArgument, []string{"../x"}},
 		{"no properties", `{"table":"cpu"}`, codes.InvalidArgument, []string{"properties is empty"}},
@@ -125,13 +108,7 @@ func TestSetPropertiesActionRefusals(t *testing.T) {
 		{"unknown field", `{"table":"cpu","properties":{"owner":"x"},"apply":true}`, codes.InvalidArgument, []string{"apply"}},
 		{"key twice", `{"table":"cpu","properties":{"owner":"x","owner":"y"}}`, codes.InvalidArgument, []string{"owner"}},
 		{"no schema yet", `{"table":"empty","properties":{"owner":"x"}}`, codes.InvalidArgument, []string{`"empty"`, "no schema yet"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ts.action(ctx, ActionSetProperties, c.body)
-			wantCode(t, c.name, err, c.code, c.frags...)
-		})
-	}
+	})
 	if d := ts.mustAction(ctx, ActionDescribeTable, map[string]any{"table": "cpu"}); d["version"] != float64(2) {
 		t.Fatalf("refusals committed: %v", d)
 	}
@@ -249,17 +226,7 @@ func TestVacuumActionKeepSnapshots(t *testing.T) {
 	replaced := replaceSegments(t, ts, "cpu", append(slices.Clone(a), b...)) // v4
 	run := func(body any) VacuumResult {
 		t.Helper()
-		raw, err := ts.action(ctx, ActionVacuum, body)
-		if err != nil {
-			t.Fatalf("vacuum %v: %v", body, err)
-		}
-		var res VacuumResult
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&res); err != nil {
-			t.Fatalf("vacuum answer %s: %v", raw, err)
-		}
-		return res
+		return runAction[VacuumResult](t, ts, ctx, ActionVacuum, body)
 	}
 	expired := func(res VacuumResult) []string {
 		var out []string

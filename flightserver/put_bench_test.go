@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tsflight/tsflight/bench/tsbs"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // BenchmarkPyarrowPutRatio measures issue 21's ingest target: one DoPut of
@@ -99,16 +100,16 @@ func BenchmarkPyarrowPutRatio(b *testing.B) {
 		floor = append(floor, f.Wall)
 		floorCPU = append(floorCPU, f.CPU)
 	}
-	b.ReportMetric(medianOf(put), "put-s")
-	b.ReportMetric(medianOf(app), "append-s")
-	b.ReportMetric(medianOf(put)/medianOf(app), "put/append")
-	b.ReportMetric(medianOf(cpu), "server-cpu-s/put")
-	b.ReportMetric(medianOf(cli), "client-cpu-s/put")
-	b.ReportMetric(medianOf(appCPU), "append-cpu-s")
+	b.ReportMetric(testkit.Median(put), "put-s")
+	b.ReportMetric(testkit.Median(app), "append-s")
+	b.ReportMetric(testkit.Median(put)/testkit.Median(app), "put/append")
+	b.ReportMetric(testkit.Median(cpu), "server-cpu-s/put")
+	b.ReportMetric(testkit.Median(cli), "client-cpu-s/put")
+	b.ReportMetric(testkit.Median(appCPU), "append-cpu-s")
 	b.ReportMetric(float64(res.Puts[0].Bytes)/float64(res.Appends[0].Bytes), "size/package")
 	if len(floor) > 0 {
-		b.ReportMetric(medianOf(floor), "floor-s")
-		b.ReportMetric(medianOf(floorCPU), "floor-cpu-s")
+		b.ReportMetric(testkit.Median(floor), "floor-s")
+		b.ReportMetric(testkit.Median(floorCPU), "floor-cpu-s")
 	}
 	b.Logf("%d rows in %d batches; puts %v s (server CPU %v s), appends %v s, pyarrow write_table %v s",
 		res.Rows, res.Batches, rounded(put), rounded(cpu), rounded(app), rounded(floor))

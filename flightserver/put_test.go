@@ -38,10 +38,7 @@ func TestPutCreates(t *testing.T) {
 	fourth := genRows(t0.Add(timeOfStep(6*300)), 1, 2)
 	ts.mustPut(ctx, cmdDesc(t, map[string]any{"table": "metrics"}), fourth, 10, 5)
 
-	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("metrics")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := ts.readAll(t, ctx, "metrics")
 	all := append(append(append(append([]row{}, first...), second...), third...), fourth...)
 	sameRows(t, "after four puts", got.rows, all)
 }

@@ -7,11 +7,9 @@ package flightserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,17 +25,7 @@ import (
 // rollbackRun runs the rollback action and decodes its answer strictly.
 func (ts *testServer) rollbackRun(t *testing.T, body any) RollbackResult {
 	t.Helper()
-	raw, err := ts.action(ctxT(t), ActionRollback, body)
-	if err != nil {
-		t.Fatalf("rollback %v: %v", body, err)
-	}
-	var res RollbackResult
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("rollback answer %s: %v", raw, err)
-	}
-	return res
+	return runAction[RollbackResult](t, ts, ctxT(t), ActionRollback, body)
 }
 
 // rollbackTable fills "cpu": puts 0-2 (versions 2-4), a compaction (5),
@@ -70,10 +58,7 @@ func rollbackTable(t *testing.T, ts *testServer) (v3, v6 []row) {
 func (ts *testServer) cpuRows(t *testing.T) []row {
 	t.Helper()
 	ctx := ctxT(t)
-	got, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc("cpu")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := ts.readAll(t, ctx, "cpu")
 	return got.rows
 }
 
@@ -148,12 +133,7 @@ func TestRollbackActionRefusals(t *testing.T) {
 	root = ts.root
 	ctx := ctxT(t)
 	rollbackTable(t, ts)
-	cases := []struct {
-		name  string
-		body  string
-		code  codes.Code
-		frags []string
-	}{
+	wantRefusals(t, ts, ctx, ActionRollback, []refusal{
 		{"unknown table", `{"table":"nope","version":2}`, codes.NotFound, []string{"nope"}},
 		{"bad table name", `{"table":"../x","version":2}`, codes.InvalidArgument, []string{"../x"}},
 		{"no table", `{"version":2}`, codes.InvalidArgument, []string{"table"}},
@@ -170,15 +150,7 @@ func TestRollbackActionRefusals(t *testing.T) {
 		{"version twice", `{"table":"cpu","version":3,"version":4}`, codes.InvalidArgument, []string{"version", "more than once"}},
 		{"malformed", `{"table":`, codes.InvalidArgument, []string{"rollback", "malformed JSON"}},
 		{"trailing data", `{"table":"cpu","version":3} {}`, codes.InvalidArgument, []string{"unexpected data"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := snapshot(t, ts.root)
-			_, err := ts.action(ctx, ActionRollback, c.body)
-			wantCode(t, c.name, err, c.code, c.frags...)
-			sameSnapshot(t, c.name, before, snapshot(t, ts.root))
-		})
-	}
+	})
 
 	// A file version 3 needs is gone.
 	dir := filepath.Join(ts.root, "cpu")

@@ -2,7 +2,6 @@ package flightserver
 
 import (
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -10,15 +9,15 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // TestRoundTrip creates a table, appends a TSBS-like stream in several
 // puts of several batches, and reads it back through every surface:
 // ListFlights, describe-table, GetFlightInfo + parallel DoGet, GetSchema.
 func TestRoundTrip(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 
 	// Three puts over consecutive windows, each in batches of 700 rows.
 	var model []row
@@ -31,21 +30,7 @@ func TestRoundTrip(t *testing.T) {
 	bytesOnDisk := onDiskBytes(t, tableDir)
 
 	// ListFlights: one table with its rows, bytes and schema.
-	lf, err := ts.client.ListFlights(ctx, &flight.Criteria{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var infos []*flight.FlightInfo
-	for {
-		info, err := lf.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		infos = append(infos, info)
-	}
+	infos := listFlights(t, ts)
 	if len(infos) != 1 {
 		t.Fatalf("ListFlights: %d flights, want 1", len(infos))
 	}
@@ -136,19 +121,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	// ListActions describes every action.
-	la, err := ts.client.ListActions(ctx, &flight.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for {
-		a, err := la.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range testkit.ListActions(t, ctx, ts.client) {
 		if a.Description == "" {
 			t.Fatalf("action %s has no description", a.Type)
 		}

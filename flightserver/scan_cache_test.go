@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -214,17 +214,10 @@ func TestScanCacheDoGetCancel(t *testing.T) {
 	if err != nil || len(f.rows) != total {
 		t.Fatalf("fill: %d rows, %v", len(f.rows), err)
 	}
-	base := settledGoroutines()
+	base := testkit.SettledGoroutines()
 	hits := ts.svc.ScanCacheStats().Hits
 	cctx, cancel := context.WithCancel(ctx)
-	stream, err := ts.client.DoGet(cctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := ts.mustStream(t, cctx, info.Endpoint[0].Ticket)
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())
 	}

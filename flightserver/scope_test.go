@@ -15,7 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // flightActionWrites is the expected scope of every plain Flight action:
@@ -147,15 +148,7 @@ func TestScopeMaintenanceBody(t *testing.T) {
 // sqlDesc is a DoPut descriptor carrying a packed Flight SQL command.
 func sqlDesc(t *testing.T, m proto.Message) *flight.FlightDescriptor {
 	t.Helper()
-	a, err := anypb.New(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := proto.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: b}
+	return &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: testkit.PackAny(t, m)}
 }
 
 func TestScopeFlightSQLPutCommands(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -197,14 +196,7 @@ func stallTable(t *testing.T, ts *testServer) int {
 	ctx := ctxT(t)
 	ts.createTSBS(ctx, "cpu")
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 60_000, 2), 1<<16, 2)
-	stream, err := ts.client.DoGet(ctx, ts.info(ctx, pathDesc("cpu")).Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := ts.mustStream(t, ctx, ts.info(ctx, pathDesc("cpu")).Endpoint[0].Ticket)
 	defer rr.Release()
 	var maxBatch, batches int
 	for rr.Next() {
@@ -245,14 +237,7 @@ func TestStallEviction(t *testing.T) {
 	}
 	start := time.Now()
 	ctx := ctxT(t)
-	stream, err := ts.client.DoGet(ctx, ts.info(ctx, pathDesc("cpu")).Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := ts.mustStream(t, ctx, ts.info(ctx, pathDesc("cpu")).Endpoint[0].Ticket)
 	var rows int64
 	for rr.Next() {
 		rows += rr.RecordBatch().NumRows()
@@ -347,12 +332,7 @@ func TestStreamBudgetManyReaders(t *testing.T) {
 		go func() {
 			var rows int64
 			for _, ep := range info.Endpoint {
-				stream, err := ts.client.DoGet(ctx, ep.Ticket)
-				if err != nil {
-					errs <- err
-					return
-				}
-				rr, err := flight.NewRecordReader(stream, ipc.WithAllocator(ts.cliMem))
+				rr, err := ts.stream(ctx, ep.Ticket)
 				if err != nil {
 					errs <- err
 					return

@@ -9,8 +9,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // testPKI is a throwaway certificate authority (package tlstest) with a
@@ -99,17 +98,12 @@ func actionTypesOf(ctx context.Context, c flight.Client) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	types, err := testkit.Collect(stream.Recv)
 	var out []string
-	for {
-		a, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
+	for _, a := range types {
 		out = append(out, a.Type)
 	}
+	return out, err
 }
 
 func TestTLSServesAndReloads(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
@@ -95,27 +96,11 @@ func TestUnknownActionReadToken(t *testing.T) {
 	wantCode(t, "read token, compact", err, codes.PermissionDenied, "needs write scope")
 }
 
-// anyOf packs m as a protobuf Any.
-func anyOf(t *testing.T, m proto.Message) []byte {
-	t.Helper()
-	a, err := anypb.New(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := proto.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestUnknownDescriptorAndTicketShapes(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	ts.mustPut(ctx, pathDesc("cpu"), genRows(t0, 10, 2), 100, 2)
 	before := snapshot(t, ts.root)
-	stringAny := anyOf(t, wrapperspb.String("SELECT 1"))
+	stringAny := testkit.PackAny(t, wrapperspb.String("SELECT 1"))
 	sqlTicket, err := proto.Marshal(&anypb.Any{TypeUrl: "type.googleapis.com/arrow.flight.protocol.sql.TicketStatementQuery", Value: []byte{0x0a, 0x01, 'x'}})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +144,7 @@ func TestUnknownDescriptorAndTicketShapes(t *testing.T) {
 	} {
 		wantCode(t, c.what, c.call(), c.code, c.frags...)
 	}
-	if d := diffSnapshots(before, snapshot(t, ts.root)); len(d) > 0 {
+	if d := testkit.SnapshotDiff(before, snapshot(t, ts.root)); len(d) > 0 {
 		t.Fatalf("refused calls wrote to the root: %v", d)
 	}
 }
@@ -182,9 +167,7 @@ func (ts *testServer) getErr(ctx context.Context, ticket []byte) error {
 // once is refused naming both, messages name the spelling sent, tickets
 // carry "entity", and the actions hint at "entity" for "entities".
 func TestEntitySpelling(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	rows := genRows(t0, 10, 3)
 	ts.mustPut(ctx, pathDesc("cpu"), rows, 100, 2)
 	var want int

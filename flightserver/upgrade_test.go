@@ -6,10 +6,7 @@
 package flightserver
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // copyFormat6Table copies testdata/format6/tables/ts_entity into the
@@ -25,26 +24,8 @@ import (
 // appended, as "ts,symbol,close" lines, sorted.
 func copyFormat6Table(t *testing.T, ts *testServer, name string) []string {
 	t.Helper()
-	src := filepath.Join("..", "testdata", "format6", "tables")
-	if out, err := exec.Command("cp", "-a", filepath.Join(src, "ts_entity"), filepath.Join(ts.root, name)).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	raw, err := os.ReadFile(filepath.Join(src, "ts_entity.expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want struct {
-		Rows []struct {
-			TS     int64   `json:"ts"`
-			Symbol string  `json:"symbol"`
-			Close  float64 `json:"close"`
-		} `json:"rows"`
-	}
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, r := range want.Rows {
+	for _, r := range testkit.CopyFormat6Table(t, filepath.Join("..", "testdata"), filepath.Join(ts.root, name)) {
 		out = append(out, fmt.Sprintf("%d,%s,%v", r.TS, r.Symbol, r.Close))
 	}
 	sort.Strings(out)
@@ -55,10 +36,7 @@ func copyFormat6Table(t *testing.T, ts *testServer, name string) []string {
 func servedRows(t *testing.T, ts *testServer, name string) []string {
 	t.Helper()
 	ctx := ctxT(t)
-	f, err := ts.fetchAll(ctx, ts.info(ctx, pathDesc(name)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := ts.readAll(t, ctx, name)
 	var out []string
 	for i, r := range f.rows {
 		out = append(out, fmt.Sprintf("%d,%v,%v", r.ts, f.extra["symbol"][i], f.extra["close"][i]))

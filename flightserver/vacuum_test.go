@@ -4,7 +4,6 @@
 package flightserver
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,25 +53,13 @@ func vacuumPaths(res VacuumResult, disposition string) []string {
 }
 
 func TestVacuumAction(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	pr := ts.mustPut(ctx, pathDesc("cpu"), genRows(time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC), 30, 3), 40, 2)
 	dir := filepath.Join(ts.root, "cpu")
 	stray := plantStray(t, dir, pr.Segment)
 	run := func(body any) VacuumResult {
 		t.Helper()
-		raw, err := ts.action(ctx, ActionVacuum, body)
-		if err != nil {
-			t.Fatalf("vacuum %v: %v", body, err)
-		}
-		var res VacuumResult
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&res); err != nil {
-			t.Fatalf("vacuum answer %s: %v", raw, err)
-		}
-		return res
+		return runAction[VacuumResult](t, ts, ctx, ActionVacuum, body)
 	}
 
 	// Default: a dry run with 7 days' retention keeps the young files.
@@ -152,16 +139,9 @@ func TestVacuumAction(t *testing.T) {
 }
 
 func TestVacuumActionRefusals(t *testing.T) {
-	ts := startServer(t, nil)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	ts, ctx := startWithCPU(t)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	cases := []struct {
-		name  string
-		body  string
-		code  codes.Code
-		frags []string
-	}{
+	wantRefusals(t, ts, ctx, ActionVacuum, []refusal{
 		{"unknown table", `{"table":"nope"}`, codes.NotFound, []string{"nope"}},
 		{"bad table name", `{"table":"../x"}`, codes.InvalidArgument, []string{"../x"}},
 		{"bad older_than", `{"table":"cpu","older_than":"yesterday"}`, codes.InvalidArgument, []string{"older_than", "yesterday", "RFC 3339"}},
@@ -171,11 +151,5 @@ func TestVacuumActionRefusals(t *testing.T) {
 		{"bad retention", `{"table":"cpu","retention":"a while"}`, codes.InvalidArgument, []string{"retention", "a while", "duration"}},
 		{"negative retention", `{"table":"cpu","retention":"-1h"}`, codes.InvalidArgument, []string{"retention", "-1h", "negative"}},
 		{"older_than and retention", `{"table":"cpu","retention":"1h","older_than":"2024-01-01T00:00:00Z"}`, codes.InvalidArgument, []string{"older_than", "retention", "not both"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ts.action(ctx, ActionVacuum, c.body)
-			wantCode(t, c.name, err, c.code, c.frags...)
-		})
-	}
+	})
 }

@@ -86,10 +86,7 @@ func TestUnfetchedQueryCountsAndExpires(t *testing.T) {
 	ctx := ctxT(t)
 	s.scalar(ctx, "SELECT 1")
 	base := runtime.NumGoroutine()
-	_, err := s.client.Execute(ctx, endless)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.mustExecute(t, ctx, endless)
 	if n := gate.InFlight(); n != 1 {
 		t.Fatalf("InFlight after GetFlightInfo = %d, want 1 (the started query)", n)
 	}
@@ -101,10 +98,7 @@ func TestUnfetchedQueryCountsAndExpires(t *testing.T) {
 	waitFor(t, "goroutines of the stopped query remain", func() bool { return runtime.NumGoroutine() <= base })
 	// A finite query whose head start is dropped unfetched: its ticket
 	// still answers, by running the query again.
-	late, err := s.client.Execute(ctx, "SELECT 40 + 2 AS answer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	late := s.mustExecute(t, ctx, "SELECT 40 + 2 AS answer")
 	waitFor(t, "the second unfetched query still counts", func() bool { return gate.InFlight() == 0 && len(stops.list()) == 2 })
 	res, err := s.fetch(ctx, late)
 	if err != nil {
@@ -146,10 +140,7 @@ func TestUnfetchedQueryStopsWithConnection(t *testing.T) {
 
 	// Fetched: the hold ends when the DoGet takes the query (the DoGet is
 	// a call of its own), nothing is left after.
-	info, err := s.client.Execute(ctx, "SELECT 42")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT 42")
 	r, err := s.fetch(ctx, info)
 	if err != nil {
 		t.Fatal(err)
@@ -180,20 +171,14 @@ func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
 	ctx := ctxT(t)
 	var infos []*flight.FlightInfo
 	for range 2 {
-		info, err := s.client.Execute(ctx, endless)
-		if err != nil {
-			t.Fatal(err)
-		}
+		info := s.mustExecute(t, ctx, endless)
 		infos = append(infos, info)
 	}
 	if n := gate.InFlight(); n != 2 {
 		t.Fatalf("InFlight = %d, want 2", n)
 	}
 	// The third GetFlightInfo is the third call: it may hold no more.
-	info, err := s.client.Execute(ctx, "SELECT 7")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT 7")
 	if n := gate.InFlight(); n != 2 {
 		t.Fatalf("InFlight = %d after a GetFlightInfo at the limit, want 2 (not started ahead)", n)
 	}

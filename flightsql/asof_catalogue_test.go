@@ -57,18 +57,7 @@ func asOfCatalogue() []sqlBadCase {
 			},
 			run: func(e *sqlCatEnv) error {
 				defer early.Close(e.ctx)
-				params := e.oneRow([]arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}}, "a")
-				early.SetParameters(params)
-				params.Release()
-				info, err := early.Execute(e.ctx)
-				if err != nil {
-					return err
-				}
-				r, err := e.fetch(e.ctx, info)
-				if err == nil {
-					r.release()
-				}
-				return err
+				return e.execPreparedErr(e.ctx, early, e.oneRow([]arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}}, "a"))
 			}},
 		{name: "ts_coverage of a table at a malformed version", category: asOf, client: goSQL, op: `Execute SELECT * FROM ts_coverage('cpu@v', …)`, code: codes.InvalidArgument, frags: []string{"ts_coverage", `"cpu@v"`, `"@v" is not a version`},
 			run: func(e *sqlCatEnv) error {

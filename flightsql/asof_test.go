@@ -229,11 +229,7 @@ func TestAsOfPreparedStatement(t *testing.T) {
 		t.Helper()
 		params := paramBatch(t, s, []arrow.Field{{Name: "p1", Type: tsType(arrow.Microsecond, "UTC")}, {Name: "p2", Type: arrow.BinaryTypes.String}},
 			[][]any{{time.UnixMicro(lo).UTC(), host}})
-		_, r, err := s.execPrepared(ctx, p, params)
-		if err != nil {
-			t.Fatalf("execute at %d, %s: %v", lo, host, err)
-		}
-		defer r.release()
+		_, r := s.mustExecPrepared(t, ctx, fmt.Sprintf("execute at %d, %s", lo, host), p, params)
 		return r.rowsOf()[0]
 	}
 	for _, c := range []struct {
@@ -297,11 +293,7 @@ func TestAsOfCoverageFunctions(t *testing.T) {
 	// With a parameter naming the version.
 	p := s.prepare(ctx, fmt.Sprintf(`SELECT version, covered FROM ts_coverage(?, %s, %s)`, start, end))
 	params := paramBatch(t, s, []arrow.Field{{Name: "t", Type: arrow.BinaryTypes.String}}, [][]any{{fmt.Sprintf("cpu@v%d", h.first)}})
-	_, r, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.release()
+	_, r := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if got, want := r.rowsOf(), []string{fmt.Sprintf("%d|%d", h.first, h.at[h.first].rows)}; !slices.Equal(got, want) {
 		t.Fatalf("ts_coverage(?) = %v, want %v", got, want)
 	}
@@ -313,9 +305,7 @@ func TestAsOfCoverageFunctions(t *testing.T) {
 // window and its property; DuckDB's AT clause and an unquoted cpu@v2 are
 // INVALID_ARGUMENT saying how to write it. No message shows the root.
 func TestAsOfErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
+	s, ctx := startCPU(t, 3)
 	tb, err := s.svc.Table(ctx, "cpu")
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/tsflight/tsflight/flightserver"
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/flightserver/tlstest"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // sqlAuthEnv is a TLS Flight SQL listener whose tokens are a read token
@@ -68,7 +68,7 @@ func startSQLAuth(t *testing.T) *sqlAuthEnv {
 		t.Fatal(err)
 	}
 
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	auth := guard.NewAuth(guard.AuthOptions{Classify: flightserver.Scopes(), Tokens: func() *guard.TokenSet { return tokens },
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs, JSONFormat: true})})
 	s := startSQLServer(t, sqlStart{
@@ -130,24 +130,11 @@ func (e *sqlAuthEnv) adbcOpen(ctx context.Context, mem memory.Allocator, opts ma
 
 // adbcCount runs SELECT count(*) FROM cpu over cn.
 func adbcCount(ctx context.Context, cn adbc.Connection) (int64, error) {
-	st, err := cn.NewStatement()
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	if err := st.SetSqlQuery("SELECT count(*) AS n FROM cpu"); err != nil {
-		return 0, err
-	}
-	rdr, _, err := st.ExecuteQuery(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer rdr.Release()
 	var n int64 = -1
-	for rdr.Next() {
-		n = rdr.RecordBatch().Column(0).(*array.Int64).Value(0)
-	}
-	return n, rdr.Err()
+	err := adbcQueryEach(ctx, cn, "SELECT count(*) AS n FROM cpu", func(rec arrow.RecordBatch) {
+		n = rec.Column(0).(*array.Int64).Value(0)
+	})
+	return n, err
 }
 
 // grpcOf turns an ADBC error back into the gRPC status the driver got.
@@ -208,30 +195,11 @@ func TestAuthSQLADBC(t *testing.T) {
 			return err
 		}
 		defer closeCn()
-		st, err := cn.NewStatement()
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.SetOption(adbc.OptionKeyIngestTargetTable, "cpu"); err != nil {
-			return err
-		}
-		if err := st.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
-			return err
-		}
-		// The driver does not release a bound batch when the ingest
-		// fails (see catalogue_test.go), so it is not counted.
-		rec := cpuBatch(memory.NewGoAllocator(), t0.Add(2*time.Hour), 10, "a", "b")
-		defer rec.Release()
-		if err := st.Bind(ctx, rec); err != nil {
-			return err
-		}
-		_, err = st.ExecuteUpdate(ctx)
-		return err
+		return adbcIngestAt(ctx, "cpu", adbc.OptionValueIngestModeAppend, t0.Add(2*time.Hour))(cn)
 	}
-	before := sqlRootSnapshot(t, e.root)
+	before := testkit.Snapshot(t, e.root)
 	wantStatus(t, "ADBC ingest with a read token", grpcOf(ingest(e.read)), codes.PermissionDenied, "bulk ingest", "token reader has read scope")
-	if diff := sqlSnapshotDiff(before, sqlRootSnapshot(t, e.root)); len(diff) != 0 {
+	if diff := testkit.SnapshotDiff(before, testkit.Snapshot(t, e.root)); len(diff) != 0 {
 		t.Fatalf("a refused ingest changed the root: %v", diff)
 	}
 	if err := ingest(e.write); err != nil {
@@ -272,7 +240,7 @@ func TestAuthSQLReadScope(t *testing.T) {
 	}
 	res.release()
 
-	before := sqlRootSnapshot(t, e.root)
+	before := testkit.Snapshot(t, e.root)
 	// A prepared query with parameters: binding them is a DoPut, which a
 	// read token may do.
 	p, err := e.client.Prepare(r, "SELECT count(*) FROM cpu WHERE host = ? AND usage >= ?")
@@ -333,7 +301,7 @@ func TestAuthSQLReadScope(t *testing.T) {
 	wantStatus(t, "CommandStatementIngest, read token", err, codes.PermissionDenied, "DoPut (Flight SQL bulk ingest) needs write scope", "token reader")
 	_, err = e.ingest(r, "newt", "create", cpuOpts, rec)
 	wantStatus(t, "CommandStatementIngest create, read token", err, codes.PermissionDenied, "DoPut (Flight SQL bulk ingest) needs write scope")
-	if diff := sqlSnapshotDiff(before, sqlRootSnapshot(t, e.root)); len(diff) != 0 {
+	if diff := testkit.SnapshotDiff(before, testkit.Snapshot(t, e.root)); len(diff) != 0 {
 		t.Fatalf("refused writes changed the root: %v", diff)
 	}
 	// The write token gets through to the server's own answer: SQL is
@@ -385,21 +353,7 @@ func TestAuthSQLActionsClassified(t *testing.T) {
 	ctx := ctxT(t)
 	e.makeCPU(bearerCtx(ctx, e.write), 1)
 	r := bearerCtx(ctx, e.read)
-	stream, err := e.client.Client.ListActions(r, &flight.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var listed []string
-	for {
-		a, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		listed = append(listed, a.Type)
-	}
+	listed := testkit.ActionNames(t, r, e.client.Client)
 	sql := 0
 	for _, typ := range listed {
 		write, ok := sqlActionWrites[typ]

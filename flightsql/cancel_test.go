@@ -5,7 +5,6 @@ package flightsql
 import (
 	"context"
 	"encoding/json"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,40 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
-
-// settledGoroutineCount waits until the goroutine count stops changing
-// and returns it.
-func settledGoroutineCount() int {
-	n := runtime.NumGoroutine()
-	for range 50 {
-		time.Sleep(20 * time.Millisecond)
-		m := runtime.NumGoroutine()
-		if m == n {
-			return n
-		}
-		n = m
-	}
-	return n
-}
-
-// waitGoroutines polls until at most base goroutines run, for up to d.
-func waitGoroutines(t *testing.T, base int, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= base {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines %s after the cancel, baseline %d:\n%s", n, d, base, buf)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // warmUp runs a query so that the connection's and DuckDB's lazily
 // started goroutines exist before a baseline is taken.
@@ -58,17 +26,96 @@ func (s *sqlServer) warmUp(ctx context.Context) {
 	}
 }
 
-func TestCancelStreamMidResult(t *testing.T) {
+// startWarm is startSQL warmed up, with its context and the number of
+// goroutines that run once they have settled: the baseline a cancel must
+// return to.
+func startWarm(t *testing.T) (*sqlServer, context.Context, int) {
+	t.Helper()
 	s := startSQL(t)
 	ctx := ctxT(t)
 	s.warmUp(ctx)
-	base := settledGoroutineCount()
+	return s, ctx, testkit.SettledGoroutines()
+}
+
+// mustExecute runs q through CommandStatementQuery and returns its
+// FlightInfo, unread.
+func (s *sqlServer) mustExecute(t testing.TB, ctx context.Context, q string) *flight.FlightInfo {
+	t.Helper()
+	info, err := s.client.Execute(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return info
+}
+
+// wantCancel sends CancelFlightInfo for info and checks the status it
+// answers; what names the call in a failure.
+func (s *sqlServer) wantCancel(t *testing.T, ctx context.Context, what string, info *flight.FlightInfo, want flight.CancelStatus) {
+	t.Helper()
+	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+	if err != nil {
+		t.Fatalf("%s: CancelFlightInfo: %v", what, err)
+	}
+	if res.Status != want {
+		t.Fatalf("%s: status %v, want %v", what, res.Status, want)
+	}
+}
+
+// readCancelled reads info's first endpoint under a context cancelled
+// after the given delay, and checks that the read ends Canceled within
+// 5 s of its start; what prefixes a failure.
+func (s *sqlServer) readCancelled(ctx context.Context, what string, info *flight.FlightInfo, after time.Duration) {
+	s.t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	time.AfterFunc(after, cancel)
+	start := time.Now()
+	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	if code := status.Code(err); code != codes.Canceled {
+		s.t.Fatalf("%sDoGet: %v (code %v), want Canceled", what, err, code)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		s.t.Fatalf("%sDoGet returned %v after the cancel", what, d)
+	}
+}
+
+// answersNext checks that the server answers the query after a cancel
+// within 10 s: q's single value must be want.
+func (s *sqlServer) answersNext(ctx context.Context, q, want string) {
+	s.t.Helper()
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := s.query(qctx, q)
+	if err != nil {
+		s.t.Fatalf("next query: %v", err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != want {
+		s.t.Fatalf("next query: %v", got)
+	}
+	s.t.Logf("next query took %v", time.Since(start))
+}
+
+// threadsFree checks that DuckDB's threads are free after a cancel: a
+// query needing them finishes within 10 s (with 2 threads, a still-running
+// aggregate would hold them).
+func (s *sqlServer) threadsFree(ctx context.Context) {
+	s.t.Helper()
+	s.answersNext(ctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0", "16666667")
+}
+
+func TestCancelStreamMidResult(t *testing.T) {
+	s, ctx, base := startWarm(t)
 
 	// 10^8 rows: about 1,500 batches.
-	info, err := s.client.Execute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT * FROM range(0, 100000000) t(i)")
 	cctx, cancel := context.WithCancel(ctx)
 	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
 	if err != nil {
@@ -92,91 +139,33 @@ func TestCancelStreamMidResult(t *testing.T) {
 		t.Errorf("after cancel: %v (code %v), want Canceled", rdr.Err(), code)
 	}
 	rdr.Release()
-	waitGoroutines(t, base, 5*time.Second)
+	testkit.WaitGoroutines(t, base, 5*time.Second)
 	t.Logf("goroutines back to baseline %v after the cancel", time.Since(start))
 
 	// The server answers the next query promptly.
-	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer qcancel()
-	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 1000) t(i)")
-	if err != nil {
-		t.Fatalf("next query: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "1000" {
-		t.Fatalf("next query: %v", got)
-	}
+	s.answersNext(ctx, "SELECT count(*) FROM range(0, 1000) t(i)", "1000")
 }
 
 // TestCancelInterruptsDuckDB cancels a DoGet while DuckDB is still
 // computing its first batch (an aggregate that would run for hours): the
 // query must be interrupted, not left to run on DuckDB's threads.
 func TestCancelInterruptsDuckDB(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.warmUp(ctx)
-	base := settledGoroutineCount()
+	s, ctx, base := startWarm(t)
 
 	q := "SELECT sum(i * i % 7) FROM range(0, 100000000000000) t(i)"
-	info, err := s.client.Execute(ctx, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(500*time.Millisecond, cancel)
-	start := time.Now()
-	rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
-	if err == nil {
-		for rdr.Next() {
-		}
-		err = rdr.Err()
-		rdr.Release()
-	}
-	if code := status.Code(err); code != codes.Canceled {
-		t.Fatalf("DoGet: %v (code %v), want Canceled", err, code)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("DoGet returned %v after the cancel", d)
-	}
-	waitGoroutines(t, base, 5*time.Second)
-
-	// DuckDB's threads are free: a query needing them finishes promptly
-	// (with 2 threads, a still-running aggregate would hold them).
-	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer qcancel()
-	t1 := time.Now()
-	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0")
-	if err != nil {
-		t.Fatalf("next query: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
-		t.Fatalf("next query: %v", got)
-	}
-	t.Logf("next query took %v", time.Since(t1))
+	info := s.mustExecute(t, ctx, q)
+	s.readCancelled(ctx, "", info, 500*time.Millisecond)
+	testkit.WaitGoroutines(t, base, 5*time.Second)
+	s.threadsFree(ctx)
 }
 
 func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
-	if err != nil {
-		t.Fatalf("CancelFlightInfo: %v", err)
-	}
-	if res.Status != flight.CancelStatusCancelled {
-		t.Fatalf("CancelFlightInfo status %v, want CANCELLED", res.Status)
-	}
-	_, err = s.fetch(ctx, info)
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
+	other := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
+	s.wantCancel(t, ctx, "CancelFlightInfo", info, flight.CancelStatusCancelled)
+	_, err := s.fetch(ctx, info)
 	wantCode(t, "DoGet of a cancelled FlightInfo", err, codes.Canceled)
 	// Again: still cancelled.
 	_, err = s.fetch(ctx, info)
@@ -197,43 +186,25 @@ func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo}); err != nil || res.Status != flight.CancelStatusCancelled {
-		t.Fatalf("CancelFlightInfo(prepared): %v, %v", res, err)
-	}
+	s.wantCancel(t, ctx, "CancelFlightInfo(prepared)", pinfo, flight.CancelStatusCancelled)
 	_, err = s.fetch(ctx, pinfo)
 	wantCode(t, "DoGet of a cancelled prepared FlightInfo", err, codes.Canceled)
 }
 
 func TestCancelFlightInfoNotCancellable(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	for name, tkt := range map[string][]byte{
 		"raw bytes":    []byte("bogus"),
 		"empty ticket": {},
 	} {
-		res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: &flight.FlightInfo{
-			Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
-		}})
-		if err != nil {
-			t.Fatalf("%s: CancelFlightInfo: %v", name, err)
-		}
-		if res.Status != flight.CancelStatusNotCancellable {
-			t.Fatalf("%s: status %v, want NOT_CANCELLABLE", name, res.Status)
-		}
+		s.wantCancel(t, ctx, name, &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}}, flight.CancelStatusNotCancellable)
 	}
 	// A plain Flight scan ticket (tsflight's own) is not a SQL statement.
 	pinfo, err := s.client.Client.GetFlightInfo(ctx, pathDescriptor("cpu"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: pinfo})
-	if err != nil {
-		t.Fatalf("CancelFlightInfo(plain scan): %v", err)
-	}
-	if res.Status != flight.CancelStatusNotCancellable {
-		t.Fatalf("plain scan: status %v, want NOT_CANCELLABLE", res.Status)
-	}
+	s.wantCancel(t, ctx, "plain scan", pinfo, flight.CancelStatusNotCancellable)
 	// And the scan still runs.
 	_, recs, err := s.readFlight(ctx, pinfo.Endpoint[0].Ticket)
 	if err != nil {
@@ -253,14 +224,8 @@ func TestCancelFlightInfoNotCancellable(t *testing.T) {
 // whose DoGet is streaming interrupts it, and the reader is told so (a
 // cut-short result must not look complete).
 func TestCancelFlightInfoWhileStreaming(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.warmUp(ctx)
-	base := settledGoroutineCount()
-	info, err := s.client.Execute(ctx, "SELECT * FROM range(0, 100000000) t(i)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, base := startWarm(t)
+	info := s.mustExecute(t, ctx, "SELECT * FROM range(0, 100000000) t(i)")
 	rdr, err := s.client.DoGet(ctx, info.Endpoint[0].Ticket)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +257,7 @@ func TestCancelFlightInfoWhileStreaming(t *testing.T) {
 	if code := status.Code(err); code != codes.Canceled {
 		t.Fatalf("stream after CancelFlightInfo ended with %v (code %v) after %d more rows, want Canceled", err, code, rows)
 	}
-	waitGoroutines(t, base, 5*time.Second)
+	testkit.WaitGoroutines(t, base, 5*time.Second)
 }
 
 // TestFirstBatchStreams: results stream (docs/flightsql.md, "Results"):
@@ -302,14 +267,8 @@ func TestCancelFlightInfoWhileStreaming(t *testing.T) {
 // runs the whole query before sending anything never answers; the client
 // gives it 15 s, then cancels, which must interrupt DuckDB.
 func TestFirstBatchStreams(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.warmUp(ctx)
-	base := settledGoroutineCount()
-	info, err := s.client.Execute(ctx, "SELECT i FROM range(0, 10000000000000) t(i) WHERE i % 1000 = 0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, base := startWarm(t)
+	info := s.mustExecute(t, ctx, "SELECT i FROM range(0, 10000000000000) t(i) WHERE i % 1000 = 0")
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -336,18 +295,8 @@ func TestFirstBatchStreams(t *testing.T) {
 	} else {
 		t.Logf("first batch of %d rows after %v", first, took)
 	}
-	waitGoroutines(t, base, 5*time.Second)
-	// DuckDB's threads are free again.
-	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer qcancel()
-	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0")
-	if err != nil {
-		t.Fatalf("next query: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
-		t.Fatalf("next query: %v", got)
-	}
+	testkit.WaitGoroutines(t, base, 5*time.Second)
+	s.threadsFree(ctx)
 }
 
 // CancelFlightInfo remembers only ids of the server's own form, and a

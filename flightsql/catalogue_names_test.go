@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // packedAny is the bytes of a protobuf Any with type URL url and value
@@ -50,14 +52,7 @@ func (e *sqlCatEnv) rawGet(ticket []byte) error {
 	if err != nil {
 		return err
 	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-	}
+	return testkit.Drain(stream.Recv)
 }
 
 // rawPut sends one message carrying desc and returns the answer's error.
@@ -72,14 +67,7 @@ func (e *sqlCatEnv) rawPut(desc *flight.FlightDescriptor) error {
 	if err := stream.CloseSend(); err != nil {
 		return err
 	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-	}
+	return testkit.Drain(stream.Recv)
 }
 
 func namesSQLCatalogue() []sqlBadCase {

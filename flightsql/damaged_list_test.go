@@ -17,31 +17,14 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
 // copyDir copies table directory from to to under root.
 func copyDir(t testing.TB, root, from, to string) {
 	t.Helper()
-	src := filepath.Join(root, from)
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(root, to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.CopyDir(t, filepath.Join(root, from), filepath.Join(root, to))
 }
 
 // TestGetTablesDamagedTables: over a root with a healthy table (cpu), one
@@ -54,9 +37,7 @@ func copyDir(t testing.TB, root, from, to string) {
 // is DATA_LOSS naming it. Without the fix GetTables with schemas (and so
 // get_objects) failed with DATA_LOSS, and the phantom was listed.
 func TestGetTablesDamagedTables(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	copyDir(t, s.root, "cpu", "garbled")
 	if err := os.WriteFile(filepath.Join(s.root, "garbled", tableformat.LogDir, "CURRENT"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,8 @@ package flightsql
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/internal/testkit"
+	"github.com/tsflight/tsflight/tableformat"
 )
 
 // adbcQueryErr runs q over a fresh ADBC Go connection, reads the whole
@@ -32,22 +35,7 @@ func (s *sqlServer) adbcQueryErr(ctx context.Context, mem memory.Allocator, q st
 		return grpcOf(err)
 	}
 	defer cn.Close()
-	st, err := cn.NewStatement()
-	if err != nil {
-		return grpcOf(err)
-	}
-	defer st.Close()
-	if err := st.SetSqlQuery(q); err != nil {
-		return grpcOf(err)
-	}
-	rdr, _, err := st.ExecuteQuery(ctx)
-	if err != nil {
-		return grpcOf(err)
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-	}
-	return grpcOf(rdr.Err())
+	return grpcOf(adbcQueryEach(ctx, cn, q, nil))
 }
 
 // TestDamagedSegmentIsDataLoss: a planned segment that is truncated,
@@ -77,20 +65,7 @@ func TestDamagedSegmentIsDataLoss(t *testing.T) {
 			}
 		}, []string{"missing"}},
 		{"replaced by another valid segment", func(t *testing.T, s *sqlServer, file string) {
-			ctx := ctxT(t)
-			rec := cpuBatch(s.cliMem, t0, 10, "z")
-			defer rec.Release()
-			if _, err := s.ingest(ctx, "other", "create", cpuOpts, rec); err != nil {
-				t.Fatal(err)
-			}
-			tb, err := s.svc.Table(ctx, "other")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := os.ReadFile(filepath.Join(s.root, "other", filepath.FromSlash(tb.State().Segments[0].Path)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, b := s.otherSegment(t, ctxT(t))
 			if err := os.WriteFile(file, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -152,9 +127,7 @@ func TestDamagedSegmentIsDataLoss(t *testing.T) {
 // its code (a footer overwritten in place: DuckDB does not say which
 // file), still without the root.
 func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
+	s, ctx := startCPU(t, 3)
 	tb, err := s.svc.Table(ctx, "cpu")
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +206,28 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 	}
 }
 
+// otherSegment creates table other, ten rows of host z, and returns its
+// one segment and the segment file's bytes: a valid segment of another
+// size and row count than cpu's.
+func (s *sqlServer) otherSegment(t testing.TB, ctx context.Context) (tableformat.SegmentMeta, []byte) {
+	t.Helper()
+	rec := cpuBatch(s.cliMem, t0, 10, "z")
+	defer rec.Release()
+	if _, err := s.ingest(ctx, "other", "create", cpuOpts, rec); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := s.svc.Table(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := tb.State().Segments[0]
+	b, err := os.ReadFile(filepath.Join(s.root, "other", filepath.FromSlash(seg.Path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg, b
+}
+
 // TestSegmentRowCountChecked: a table whose log records no file_size (the
 // field is optional; older writers omit it) has a segment replaced by
 // another valid segment after a query read it. The size check cannot see
@@ -240,38 +235,17 @@ func TestDuckDBFileErrorsAreDataLoss(t *testing.T) {
 // counts, never the root. The server's footer cache is keyed by size and
 // modification time, so the replaced file is read again.
 func TestSegmentRowCountChecked(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
-	rec := cpuBatch(s.cliMem, t0, 10, "z")
-	defer rec.Release()
-	if _, err := s.ingest(ctx, "other", "create", cpuOpts, rec); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := startCPU(t, 3)
+	other, b := s.otherSegment(t, ctx)
 	// cpu2: a copy of cpu whose commits omit file_size.
 	src, dst := filepath.Join(s.root, "cpu"), filepath.Join(s.root, "cpu2")
 	sizeField := regexp.MustCompile(`,\s*"file_size"\s*:\s*\d+`)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	testkit.CopyDirEdit(t, src, dst, func(rel string, b []byte) []byte {
+		if strings.HasSuffix(rel, ".json") && path.Base(path.Dir(rel)) == "_timeseries_log" {
+			return sizeField.ReplaceAll(b, nil)
 		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(p, ".json") && filepath.Base(filepath.Dir(p)) == "_timeseries_log" {
-			b = sizeField.ReplaceAll(b, nil)
-		}
-		return os.WriteFile(out, b, 0o644)
+		return b
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu2"); got != "21600" {
 		t.Fatalf("cpu2 counts %s, want 21600", got)
 	}
@@ -283,20 +257,12 @@ func TestSegmentRowCountChecked(t *testing.T) {
 	if seg.FileSize != nil {
 		t.Fatalf("cpu2's segment still records file_size %d", *seg.FileSize)
 	}
-	otb, err := s.svc.Table(ctx, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(s.root, "other", filepath.FromSlash(otb.State().Segments[0].Path)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	file := filepath.Join(dst, filepath.FromSlash(seg.Path))
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.query(ctx, "SELECT count(*) FROM cpu2")
-	wantCode(t, "replaced segment", err, codes.DataLoss, "table cpu2", "segment "+seg.Path, fmt.Sprintf("footer says %d rows", otb.State().Segments[0].RowCount), fmt.Sprintf("log records %d", seg.RowCount))
+	wantCode(t, "replaced segment", err, codes.DataLoss, "table cpu2", "segment "+seg.Path, fmt.Sprintf("footer says %d rows", other.RowCount), fmt.Sprintf("log records %d", seg.RowCount))
 	if msg := status.Convert(err).Message(); strings.Contains(msg, s.root) {
 		t.Fatalf("the message shows the server's root: %s", msg)
 	}

@@ -62,9 +62,7 @@ func TestMalformedTicketsAreRefused(t *testing.T) {
 }
 
 func TestStatementAndCallErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	for _, c := range []struct {
 		q    string
 		code codes.Code

@@ -3,14 +3,13 @@
 package flightsql
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // A format-6 table (timeseries-table-format 0.4.0, testdata/format6) is
@@ -19,25 +18,8 @@ import (
 func TestQueryFormat6Table(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	src := filepath.Join("..", "testdata", "format6", "tables")
-	if out, err := exec.Command("cp", "-a", filepath.Join(src, "ts_entity"), filepath.Join(s.root, "prices")).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	raw, err := os.ReadFile(filepath.Join(src, "ts_entity.expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want struct {
-		Rows []struct {
-			Symbol string  `json:"symbol"`
-			Close  float64 `json:"close"`
-		} `json:"rows"`
-	}
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
 	n, sum := map[string]int{}, map[string]float64{}
-	for _, r := range want.Rows {
+	for _, r := range testkit.CopyFormat6Table(t, filepath.Join("..", "testdata"), filepath.Join(s.root, "prices")) {
 		n[r.Symbol]++
 		sum[r.Symbol] += r.Close
 	}

@@ -10,12 +10,9 @@ package flightsql
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +20,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -75,7 +70,7 @@ func startSQLFuzz(tb testing.TB) *sqlFuzzEnv {
 		root:   filepath.Join(dir, "root"),
 		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		logs:   &syncBuffer{},
+		logs:   &testkit.Buffer{},
 	}
 	e.s = s
 	log := hclog.NewNullLogger()
@@ -113,20 +108,7 @@ func startSQLFuzz(tb testing.TB) *sqlFuzzEnv {
 			tb.Fatalf("ingest: %v", err)
 		}
 	}
-	stream, err := e.raw.ListActions(ctx, &flight.Empty{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		a, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.actions = append(e.actions, a.Type)
-	}
+	e.actions = testkit.ActionNames(tb, ctx, e.raw)
 	return e
 }
 
@@ -143,24 +125,6 @@ func (e *sqlFuzzEnv) close(tb testing.TB) {
 	if err := os.RemoveAll(e.dir); err != nil {
 		tb.Error(err)
 	}
-}
-
-// snapshot maps every file under the root to its content.
-func (e *sqlFuzzEnv) snapshot(t *testing.T) map[string]string {
-	out := map[string]string{}
-	err := filepath.WalkDir(e.s.root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(e.s.root, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func (e *sqlFuzzEnv) versions(t *testing.T) map[string]uint64 {
@@ -181,45 +145,9 @@ func (e *sqlFuzzEnv) versions(t *testing.T) map[string]uint64 {
 	return out
 }
 
-// changed lists the files that differ between two snapshots.
-func changed(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// badCodes are the codes no input may get: a bug (Internal, Unknown),
-// damage (DataLoss), or a server that is not well.
-var badCodes = []codes.Code{codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Canceled}
-
-func checkCode(t *testing.T, what string, err error) {
-	t.Helper()
-	st, ok := status.FromError(err)
-	if !ok {
-		t.Fatalf("%s: error without a gRPC status: %v", what, err)
-	}
-	if slices.Contains(badCodes, st.Code()) {
-		t.Fatalf("%s: code %v: %s", what, st.Code(), st.Message())
-	}
-}
-
 // doGet reads a whole stream and returns its error, if any.
 func (e *sqlFuzzEnv) doGet(ctx context.Context, tk []byte) error {
-	stream, err := e.raw.DoGet(ctx, &flight.Ticket{Ticket: tk})
-	if err != nil {
-		return err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(e.s.cliMem))
+	rdr, err := testkit.DoGet(ctx, e.raw, e.s.cliMem, &flight.Ticket{Ticket: tk})
 	if err != nil {
 		return err
 	}
@@ -235,52 +163,16 @@ func (e *sqlFuzzEnv) doAction(ctx context.Context, typ string, body []byte) erro
 	if err != nil {
 		return err
 	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return testkit.Drain(stream.Recv)
 }
 
 // doPut sends a small valid cpu batch under a CMD descriptor.
 func (e *sqlFuzzEnv) doPut(ctx context.Context, cmd []byte) error {
-	stream, err := e.raw.DoPut(ctx)
-	if err != nil {
-		return err
-	}
 	rec := cpuBatch(e.s.cliMem, t0.Add(time.Duration(48+e.puts)*time.Hour), 2, "a")
 	defer rec.Release()
 	e.puts++
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(cpuSchema), ipc.WithAllocator(e.s.cliMem))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
-	_ = w.Write(rec) // a failure shows in Recv
-	w.Close()
-	if err := stream.CloseSend(); err != nil {
-		return err
-	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-func packAny(tb testing.TB, m proto.Message) []byte {
-	a, err := anypb.New(m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := proto.Marshal(a)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	_, err := testkit.Put(ctx, e.raw, e.s.cliMem, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, cpuSchema, rec)
+	return err
 }
 
 func valueOf(tb testing.TB, m proto.Message) []byte {
@@ -319,7 +211,7 @@ func FuzzCommand(f *testing.F) {
 	for _, q := range queries {
 		v := valueOf(f, &pb.CommandStatementQuery{Query: q})
 		f.Add(uint8(0), typeIndex("CommandStatementQuery"), v, false)
-		f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.CreatePreparedStatementActionType)), packAny(f, &pb.ActionCreatePreparedStatementRequest{Query: q}), true)
+		f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.CreatePreparedStatementActionType)), testkit.PackAny(f, &pb.ActionCreatePreparedStatementRequest{Query: q}), true)
 	}
 	f.Add(uint8(0), typeIndex("CommandGetTables"), valueOf(f, &pb.CommandGetTables{IncludeSchema: true, TableNameFilterPattern: &tbl}), false)
 	f.Add(uint8(0), typeIndex("CommandGetSqlInfo"), valueOf(f, &pb.CommandGetSqlInfo{Info: []uint32{0, 1, 8, 500}}), false)
@@ -340,9 +232,9 @@ func FuzzCommand(f *testing.F) {
 			IfExists:   pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_REPLACE}}), false)
 	f.Add(uint8(3), typeIndex("CommandStatementUpdate"), valueOf(f, &pb.CommandStatementUpdate{Query: "INSERT INTO cpu VALUES (1)"}), false)
 	f.Add(uint8(3), typeIndex("CommandStatementIngest"), valueOf(f, &pb.CommandStatementIngest{Table: "cpu", TransactionId: []byte("tx")}), false)
-	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.ClosePreparedStatementActionType)), packAny(f, &pb.ActionClosePreparedStatementRequest{PreparedStatementHandle: []byte("x")}), true)
-	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.BeginTransactionActionType)), packAny(f, &pb.ActionBeginTransactionRequest{}), true)
-	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.CancelQueryActionType)), packAny(f, &pb.ActionCancelQueryRequest{Info: []byte("x")}), true)
+	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.ClosePreparedStatementActionType)), testkit.PackAny(f, &pb.ActionClosePreparedStatementRequest{PreparedStatementHandle: []byte("x")}), true)
+	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.BeginTransactionActionType)), testkit.PackAny(f, &pb.ActionBeginTransactionRequest{}), true)
+	f.Add(uint8(2), uint8(slices.Index(e.actions, flightsql.CancelQueryActionType)), testkit.PackAny(f, &pb.ActionCancelQueryRequest{Info: []byte("x")}), true)
 	f.Add(uint8(2), uint8(slices.Index(e.actions, "describe-table")), []byte(`{"table":"cpu"}`), true)
 	f.Add(uint8(0), uint8(0), []byte(`{"table":"cpu"}`), true)
 	f.Add(uint8(1), uint8(0), []byte("\x0a\x2dtype.googleapis.com/arrow.flight.protocol.sql.Command"), true)
@@ -362,7 +254,7 @@ func FuzzCommand(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		before := e.snapshot(t)
+		before := testkit.Snapshot(t, e.s.root)
 		versions := e.versions(t)
 		var what string
 		var err error
@@ -374,7 +266,7 @@ func FuzzCommand(f *testing.F) {
 			if err == nil {
 				for _, ep := range info.Endpoint {
 					if gerr := e.doGet(ctx, ep.Ticket.GetTicket()); gerr != nil {
-						checkCode(t, "DoGet of a FlightInfo's ticket", gerr)
+						testkit.CheckCode(t, "DoGet of a FlightInfo's ticket", gerr)
 					}
 				}
 			}
@@ -389,7 +281,7 @@ func FuzzCommand(f *testing.F) {
 			what = "DoPut"
 			err = e.doPut(ctx, cmd)
 		}
-		diff := changed(before, e.snapshot(t))
+		diff := testkit.ChangedFiles(before, testkit.Snapshot(t, e.s.root))
 		var tables []string
 		for _, p := range diff {
 			n, _, _ := strings.Cut(p, "/")
@@ -399,7 +291,7 @@ func FuzzCommand(f *testing.F) {
 		}
 		after := e.versions(t)
 		if err != nil {
-			checkCode(t, what, err)
+			testkit.CheckCode(t, what, err)
 			for _, n := range tables {
 				if _, existed := versions[n]; existed || after[n] > 1 {
 					t.Fatalf("refused %s (%v) changed %v", what, err, diff)

@@ -3,12 +3,10 @@
 package flightsql
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +17,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
+)
+
+// The test kit's helpers under the names this package's tests use.
+var (
+	ctxT     = testkit.Context
+	wantCode = testkit.WantCode
 )
 
 // sqlServer is a real tsflight listener (plain Flight + Flight SQL) on a
@@ -40,29 +43,22 @@ type sqlServer struct {
 	client *flightsql.Client
 	srvMem *memory.CheckedAllocator
 	cliMem *memory.CheckedAllocator
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs   *testkit.Buffer
 }
 
 func startSQL(t *testing.T) *sqlServer {
 	t.Helper()
 	return startSQLWith(t, nil)
+}
+
+// startCPU is startSQL with table cpu of makeCPU(ctx, segments), and the
+// context to call it with.
+func startCPU(t *testing.T, segments int) (*sqlServer, context.Context) {
+	t.Helper()
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPU(ctx, segments)
+	return s, ctx
 }
 
 // startSQLWith is startSQL with tweak applied to the Flight SQL options.
@@ -92,7 +88,7 @@ func startSQLServer(t testing.TB, c sqlStart) *sqlServer {
 		root:   t.TempDir(),
 		srvMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		cliMem: memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		logs:   &syncBuffer{},
+		logs:   &testkit.Buffer{},
 	}
 	level := hclog.Debug
 	if c.trace {
@@ -150,12 +146,6 @@ func startSQLServer(t testing.TB, c sqlStart) *sqlServer {
 	return s
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // cpuSchema is the test table's schema: a UTC timestamp index, an entity
 // column and a value.
 var cpuSchema = arrow.NewSchema([]arrow.Field{
@@ -211,21 +201,36 @@ var cpuOpts = map[string]string{"tsflight.granularity": "1s", "tsflight.entity_c
 // (3600 rows per host, hosts a and b), hour i starting at t0 + i hours.
 func (s *sqlServer) makeCPU(ctx context.Context, segments int) {
 	s.t.Helper()
+	var recs []arrow.RecordBatch
 	for i := 0; i < segments; i++ {
-		rec := cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 3600, "a", "b")
+		recs = append(recs, cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 3600, "a", "b"))
+	}
+	for i, n := range s.ingestCPU(s.t, ctx, recs...) {
+		if n != 7200 {
+			s.t.Fatalf("ingest segment %d: %d rows, want 7200", i, n)
+		}
+	}
+}
+
+// ingestCPU creates table cpu (cpuOpts) from recs through bulk ingest,
+// the first by create and each next by append, one ingest (one segment)
+// each, and releases them; it returns the rows each ingest reported.
+func (s *sqlServer) ingestCPU(t testing.TB, ctx context.Context, recs ...arrow.RecordBatch) []int64 {
+	t.Helper()
+	defer testkit.Release(recs)
+	var out []int64
+	for i, rec := range recs {
 		mode := "append"
 		if i == 0 {
 			mode = "create"
 		}
 		n, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
-		rec.Release()
 		if err != nil {
-			s.t.Fatalf("ingest segment %d: %v", i, err)
+			t.Fatalf("ingest segment %d: %v", i, err)
 		}
-		if n != 7200 {
-			s.t.Fatalf("ingest segment %d: %d rows, want 7200", i, n)
-		}
+		out = append(out, n)
 	}
+	return out
 }
 
 // result is a fetched query result.
@@ -251,18 +256,16 @@ func (s *sqlServer) fetch(ctx context.Context, info *flight.FlightInfo) (*result
 			return nil, err
 		}
 		res.schema = rdr.Schema()
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			rec.Retain()
-			res.recs = append(res.recs, rec)
-			res.rows += rec.NumRows()
-		}
-		err = rdr.Err()
+		recs, err := testkit.ReadBatches(rdr)
 		rdr.Release()
 		if err != nil {
 			res.release()
 			return nil, err
 		}
+		for _, rec := range recs {
+			res.rows += rec.NumRows()
+		}
+		res.recs = append(res.recs, recs...)
 	}
 	return res, nil
 }
@@ -354,22 +357,6 @@ func (s *sqlServer) lastPlan(table string) (planned, total int) {
 		s.t.Fatalf("no plan logged for %s; log:\n%s", table, s.logs.String())
 	}
 	return p[len(p)-1][0], p[len(p)-1][1]
-}
-
-func wantCode(t *testing.T, what string, err error, code codes.Code, fragments ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want %v", what, code)
-	}
-	st, _ := status.FromError(err)
-	if st.Code() != code {
-		t.Fatalf("%s: code %v (%s), want %v", what, st.Code(), st.Message(), code)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(st.Message(), f) {
-			t.Fatalf("%s: message %q does not mention %q", what, st.Message(), f)
-		}
-	}
 }
 
 func fmtTime(t time.Time) string {

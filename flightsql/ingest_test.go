@@ -358,9 +358,7 @@ func (r *breakingReader) Record() arrow.RecordBatch      { return r.cur }
 func (r *breakingReader) Err() error                     { return r.err }
 
 func TestIngestBrokenStreamCommitsNothing(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 	files := s.tableFiles("cpu")
 	segs := s.segmentFiles("cpu")
 	version := jsonUint(t, s.describeTable(ctx, "cpu"), "version")

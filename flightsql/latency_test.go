@@ -15,9 +15,7 @@ import (
 // table, is paid only by statements that name tables); one that names a
 // table still does, and fails when the root cannot be read.
 func TestNoTableNoListing(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "7200" {
 		t.Fatalf("count(*) = %s, want 7200", got)
 	}
@@ -38,9 +36,7 @@ func TestNoTableNoListing(t *testing.T) {
 // and the whole listing when one matches only without case, is unknown,
 // is not in our catalog, or the statement calls a table function.
 func TestTableNamesFor(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	rec := cpuBatch(s.cliMem, t0, 10, "a")
 	if _, err := s.ingest(ctx, "mem", "create", cpuOpts, rec); err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -189,25 +187,7 @@ func TestPreparedByteBudget(t *testing.T) {
 	}
 	stmts = append(stmts, p)
 	bindStrings := func(n, size int) error {
-		sb := array.NewStringBuilder(s.cliMem)
-		for range n {
-			sb.Append(strings.Repeat("y", size))
-		}
-		col := sb.NewArray()
-		sb.Release()
-		rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), []arrow.Array{col}, int64(n))
-		col.Release()
-		p.SetParameters(rec)
-		rec.Release()
-		info, err := p.Execute(ctx)
-		if err != nil {
-			return err
-		}
-		r, err := s.fetch(ctx, info)
-		if err == nil {
-			r.release()
-		}
-		return err
+		return s.execPreparedErr(ctx, p, stringParams(s.cliMem, n, size))
 	}
 	if err := bindStrings(3, 200<<10); err != nil {
 		t.Fatalf("3 × 200 KiB parameters: %v", err)

@@ -84,9 +84,7 @@ func diskBatch(mem memory.Allocator) arrow.RecordBatch {
 }
 
 func TestMetadataCatalogsAndSchemas(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 
 	info, err := s.client.GetCatalogs(ctx)
 	r := s.metaFetch(ctx, "GetCatalogs", info, err, schema_ref.Catalogs)
@@ -386,9 +384,7 @@ func TestMetadataSqlInfo(t *testing.T) {
 }
 
 func TestMetadataKeysAreEmpty(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	ref := flightsql.TableRef{Catalog: strp("tsflight"), DBSchema: strp("main"), Table: "cpu"}
 	info, err := s.client.GetPrimaryKeys(ctx, ref)
 	if r := s.metaFetch(ctx, "GetPrimaryKeys", info, err, schema_ref.PrimaryKeys); r.rows != 0 {

@@ -3,7 +3,6 @@
 package flightsql
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // TestPreparedNotPreparedAgain: a prepared statement executed again runs
@@ -22,18 +19,12 @@ import (
 // and an append between executions plans a new text (the new segment)
 // that is prepared once and answers with the new rows.
 func TestPreparedNotPreparedAgain(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 	before := s.sql.pool.prepares.Load()
 	p := s.prepare(ctx, "SELECT count(*), max(usage) FROM cpu WHERE host = 'a'")
 	run := func(want string) {
 		t.Helper()
-		_, r, err := s.execPrepared(ctx, p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.release()
+		_, r := s.mustExecPrepared(t, ctx, "execute", p, nil)
 		if got := fmt.Sprint(r.rowsOf()); got != want {
 			t.Fatalf("rows %s, want %s", got, want)
 		}
@@ -95,34 +86,9 @@ func TestPooledCancelInterrupts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cctx, cancel := context.WithCancel(ctx)
-		time.AfterFunc(300*time.Millisecond, cancel)
-		start := time.Now()
-		rdr, err := s.client.DoGet(cctx, info.Endpoint[0].Ticket)
-		if err == nil {
-			for rdr.Next() {
-			}
-			err = rdr.Err()
-			rdr.Release()
-		}
-		cancel()
-		if code := status.Code(err); code != codes.Canceled {
-			t.Fatalf("round %d: DoGet: %v (code %v), want Canceled", round, err, code)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Fatalf("round %d: DoGet returned %v after the cancel", round, d)
-		}
+		s.readCancelled(ctx, fmt.Sprintf("round %d: ", round), info, 300*time.Millisecond)
 	}
-	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer qcancel()
-	r, err := s.query(qctx, "SELECT count(*) FROM range(0, 50000000) t(i) WHERE i % 3 = 0")
-	if err != nil {
-		t.Fatalf("next query: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "16666667" {
-		t.Fatalf("next query: %v", got)
-	}
+	s.threadsFree(ctx)
 }
 
 // TestPoolKeepsBoundedStatements: a connection keeps at most

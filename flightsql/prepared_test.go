@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // paramBatch builds a one-batch parameter binding: fields' types decide
@@ -69,11 +71,7 @@ func tsType(unit arrow.TimeUnit, tz string) arrow.DataType {
 // schemaOf decodes an IPC-serialized schema.
 func (s *sqlServer) schemaOf(b []byte) *arrow.Schema {
 	s.t.Helper()
-	sc, err := flight.DeserializeSchema(b, s.cliMem)
-	if err != nil {
-		s.t.Fatalf("decoding a schema: %v", err)
-	}
-	return sc
+	return testkit.Schema(s.t, b, s.cliMem)
 }
 
 // packCmd packs a Flight SQL message as a CMD descriptor.
@@ -115,10 +113,29 @@ func (s *sqlServer) execPrepared(ctx context.Context, p *flightsql.PreparedState
 	return info, r, err
 }
 
+// mustExecPrepared is execPrepared failing t (what names the call) on an
+// error; the result is released when t ends.
+func (s *sqlServer) mustExecPrepared(t testing.TB, ctx context.Context, what string, p *flightsql.PreparedStatement, params arrow.RecordBatch) (*flight.FlightInfo, *result) {
+	t.Helper()
+	info, r, err := s.execPrepared(ctx, p, params)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Cleanup(r.release)
+	return info, r
+}
+
+// execPreparedErr is execPrepared for its error only.
+func (s *sqlServer) execPreparedErr(ctx context.Context, p *flightsql.PreparedStatement, params arrow.RecordBatch) error {
+	_, r, err := s.execPrepared(ctx, p, params)
+	if err == nil {
+		r.release()
+	}
+	return err
+}
+
 func TestPreparedSchemas(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 
 	q := "SELECT ts, host, usage FROM cpu WHERE ts >= ? AND ts < ? AND host = ? AND usage > ? ORDER BY ts LIMIT ?"
 	p := s.prepare(ctx, q)
@@ -156,11 +173,7 @@ func TestPreparedSchemas(t *testing.T) {
 	// Bind the types the server declared and run: the stream's schema and
 	// FlightInfo's schema are the dataset schema.
 	params := paramBatch(t, s, wantParams.Fields(), [][]any{{t0.Add(time.Hour), t0.Add(2 * time.Hour), "b", 3700.0, int64(3)}})
-	info, r, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	defer r.release()
+	info, r := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if !r.schema.Equal(ds) {
 		t.Fatalf("stream schema\n%v\nwant the dataset schema\n%v", r.schema, ds)
 	}
@@ -182,11 +195,7 @@ func TestPreparedSchemas(t *testing.T) {
 	if ps := p0.ParameterSchema(); ps == nil || ps.NumFields() != 0 {
 		t.Fatalf("parameter schema of a statement without parameters: %v", ps)
 	}
-	_, r0, err := s.execPrepared(ctx, p0, nil)
-	if err != nil {
-		t.Fatalf("execute without parameters: %v", err)
-	}
-	defer r0.release()
+	_, r0 := s.mustExecPrepared(t, ctx, "execute without parameters", p0, nil)
 	if got := r0.rowsOf(); fmt.Sprint(got) != "[a|7200 b|7200]" {
 		t.Fatalf("rows %v", got)
 	}
@@ -196,9 +205,7 @@ func TestPreparedSchemas(t *testing.T) {
 }
 
 func TestPreparedTimestampParameterUnits(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
@@ -225,11 +232,7 @@ func TestPreparedTimestampParameterUnits(t *testing.T) {
 			p := s.prepare(ctx, q)
 			params := paramBatch(t, s, []arrow.Field{{Name: "lo", Type: c.typ}, {Name: "hi", Type: c.typ}, {Name: "h", Type: arrow.BinaryTypes.String}},
 				[][]any{{c.lo, c.hi, "b"}})
-			_, r, err := s.execPrepared(ctx, p, params)
-			if err != nil {
-				t.Fatalf("execute: %v", err)
-			}
-			defer r.release()
+			_, r := s.mustExecPrepared(t, ctx, "execute", p, params)
 			// Hour 1 of host b: usage 3601..7200.
 			if got := r.rowsOf(); fmt.Sprint(got) != "[3600|3601|7200]" {
 				t.Fatalf("rows %v, want [3600|3601|7200]", got)
@@ -245,11 +248,7 @@ func TestPreparedTimestampParameterUnits(t *testing.T) {
 	p := s.prepare(ctx, "SELECT min(ts), count(*) FROM cpu WHERE ts > ? AND ts <= ? AND host = 'a'")
 	params := paramBatch(t, s, []arrow.Field{{Name: "lo", Type: tsType(arrow.Nanosecond, "UTC")}, {Name: "hi", Type: tsType(arrow.Nanosecond, "UTC")}},
 		[][]any{{t0.Add(2*time.Hour + 500*time.Millisecond), t0.Add(2*time.Hour + 10*time.Second)}})
-	_, r, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	defer r.release()
+	_, r := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if got := r.rowsOf(); fmt.Sprint(got) != "[2024-01-01T02:00:01Z|10]" {
 		t.Fatalf("rows %v, want [2024-01-01T02:00:01Z|10]", got)
 	}
@@ -259,9 +258,7 @@ func TestPreparedTimestampParameterUnits(t *testing.T) {
 }
 
 func TestPreparedIntAndStringParameters(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 
 	p := s.prepare(ctx, "SELECT host, usage FROM cpu WHERE host = ? AND CAST(usage AS BIGINT) BETWEEN ? AND ? ORDER BY usage LIMIT ?")
 	wantTypes := []string{"utf8", "int64", "int64", "int64"}
@@ -277,11 +274,7 @@ func TestPreparedIntAndStringParameters(t *testing.T) {
 		{Name: "hi", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
 	}, [][]any{{"b", int64(100), int64(7000), int64(2)}})
-	_, r, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	defer r.release()
+	_, r := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if got := r.rowsOf(); fmt.Sprint(got) != "[b|100 b|101]" {
 		t.Fatalf("rows %v, want [b|100 b|101]", got)
 	}
@@ -293,11 +286,7 @@ func TestPreparedIntAndStringParameters(t *testing.T) {
 		{Name: "hi", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
 	}, [][]any{{nil, int64(0), int64(10), int64(5)}, {"a'; DROP TABLE cpu; --", int64(0), int64(10), int64(5)}, {"a", int64(7198), int64(99999), int64(5)}})
-	_, r2, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	defer r2.release()
+	_, r2 := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if got := r2.rowsOf(); fmt.Sprint(got) != "[a|7198 a|7199]" {
 		t.Fatalf("rows %v, want [a|7198 a|7199]", got)
 	}
@@ -308,9 +297,7 @@ func TestPreparedIntAndStringParameters(t *testing.T) {
 // (docs/flightsql.md, "Prepared statements"), each run pruned by its own
 // parameter values.
 func TestPreparedParameterRowsInOrder(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	p := s.prepare(ctx, "SELECT min(ts), count(*) FROM cpu WHERE ts >= ? AND ts < ?")
 	h := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Hour) }
 	typ := tsType(arrow.Microsecond, "UTC")
@@ -348,11 +335,7 @@ func TestPreparedParameterRowsInOrder(t *testing.T) {
 
 	// Binding again replaces the rows.
 	params = paramBatch(t, s, []arrow.Field{{Name: "lo", Type: typ}, {Name: "hi", Type: typ}}, [][]any{{h(1), h(4)}})
-	_, r2, err := s.execPrepared(ctx, p, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.release()
+	_, r2 := s.mustExecPrepared(t, ctx, "execute", p, params)
 	if got := r2.rowsOf(); fmt.Sprint(got) != "[2024-01-01T01:00:00Z|21600]" {
 		t.Fatalf("rebound: %v", got)
 	}
@@ -365,11 +348,7 @@ func TestPreparedParameterRowsInOrder(t *testing.T) {
 	p2 := s.prepare(ctx, "SELECT ts, host FROM cpu WHERE ts >= ? AND ts < ? ORDER BY ts, host")
 	params = paramBatch(t, s, []arrow.Field{{Name: "lo", Type: typ}, {Name: "hi", Type: typ}},
 		[][]any{{h(3), h(4)}, {nil, h(1)}, {h(0), h(2)}})
-	_, r3, err := s.execPrepared(ctx, p2, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r3.release()
+	_, r3 := s.mustExecPrepared(t, ctx, "execute", p2, params)
 	if r3.rows != 7200+14400 {
 		t.Fatalf("%d rows, want %d", r3.rows, 7200+14400)
 	}
@@ -380,9 +359,7 @@ func TestPreparedParameterRowsInOrder(t *testing.T) {
 }
 
 func TestPreparedErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 
 	// Executing without binding the parameters.
 	p := s.prepare(ctx, "SELECT count(*) FROM cpu WHERE host = ? AND ts >= ?")
@@ -490,9 +467,7 @@ func TestPreparedErrors(t *testing.T) {
 
 // TestPreparedRawIsUpdate reads the raw ActionCreatePreparedStatementResult.
 func TestPreparedRawIsUpdate(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	var a anypb.Any
 	if err := a.MarshalFrom(&pb.ActionCreatePreparedStatementRequest{Query: "SELECT host FROM cpu WHERE ts < ?"}); err != nil {
 		t.Fatal(err)
@@ -536,9 +511,7 @@ func TestPreparedRawIsUpdate(t *testing.T) {
 // ---- the statement path ----
 
 func TestStatementSchemaMatchesStream(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 	for _, q := range []string{
 		"SELECT ts, host, usage FROM cpu WHERE ts < " + fmtTime(t0.Add(time.Hour)),
 		"SELECT * FROM cpu",
@@ -577,9 +550,7 @@ func TestStatementSchemaMatchesStream(t *testing.T) {
 }
 
 func TestStatementUpdateIsRefused(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	for _, q := range []string{
 		"INSERT INTO cpu VALUES (now(), 'x', 1)",
 		"DELETE FROM cpu",
@@ -595,9 +566,7 @@ func TestStatementUpdateIsRefused(t *testing.T) {
 }
 
 func TestTransactionIDsAreRefused(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	txn := []byte("txn-1")
 
 	desc := packCmd(t, &pb.CommandStatementQuery{Query: "SELECT count(*) FROM cpu", TransactionId: txn})
@@ -697,13 +666,8 @@ func TestPreparedNaiveTimestampIndex(t *testing.T) {
 // TestStatementTicketPinsSnapshot: a statement's DoGet reads the snapshot
 // its GetFlightInfo planned on, whatever was appended in between.
 func TestStatementTicketPinsSnapshot(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := startCPU(t, 2)
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM cpu")
 	p := s.prepare(ctx, "SELECT count(*) FROM cpu WHERE host = ?")
 	params := paramBatch(t, s, []arrow.Field{{Name: "h", Type: arrow.BinaryTypes.String}}, [][]any{{"a"}})
 	p.SetParameters(params)

@@ -18,9 +18,7 @@ import (
 // predicate made unprunable ((pred) OR false); the count must agree and the
 // plan must read the segments said.
 func TestPruningMatchesDuckDBSemantics(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	cases := []struct {
 		name, where string
 		planned     int
@@ -60,9 +58,7 @@ func TestPruningMatchesDuckDBSemantics(t *testing.T) {
 }
 
 func TestPruningRefusesUnsafeShapes(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	cases := []struct{ name, q, want string }{
 		// ASOF matches the nearest row: pruning the right side would
 		// change the match (05:30's match is 05:29:59, which WHERE drops).
@@ -117,10 +113,7 @@ func TestPruningAtTheLargestIndex(t *testing.T) {
 func TestCancelFlightInfoStopsAStartedQuery(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
 	res, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
 	if err != nil || res.Status != flight.CancelStatusCancelled {
 		t.Fatalf("cancel: %v, %v", res.Status, err)
@@ -138,9 +131,7 @@ func TestCancelFlightInfoStopsAStartedQuery(t *testing.T) {
 // TestRepeatedColumnNames: the announced schemas name columns as the
 // stream does, repeated names included.
 func TestRepeatedColumnNames(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	stmt, err := s.client.Prepare(ctx, "SELECT host AS x, usage AS x FROM cpu WHERE host = ? LIMIT 1")
 	if err != nil {
 		t.Fatal(err)
@@ -179,18 +170,7 @@ func TestRepeatedColumnNames(t *testing.T) {
 func TestEntityPruning(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	for i, host := range []string{"a", "b", "c"} {
-		rec := cpuBatch(s.cliMem, t0, 600, host)
-		mode := "append"
-		if i == 0 {
-			mode = "create"
-		}
-		_, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.ingestCPU(t, ctx, cpuBatch(s.cliMem, t0, 600, "a"), cpuBatch(s.cliMem, t0, 600, "b"), cpuBatch(s.cliMem, t0, 600, "c"))
 	cases := []struct {
 		where   string
 		rows    string

@@ -14,9 +14,7 @@ import (
 )
 
 func TestQueryAggregatesOverSegments(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "28800" {
 		t.Fatalf("count = %s, want 28800", got)
@@ -63,9 +61,7 @@ func TestQueryBatchesAreMerged(t *testing.T) {
 }
 
 func TestPruningPlansOnlyMatchingSegments(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	h := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Hour) }
 
 	cases := []struct {
@@ -106,9 +102,7 @@ func TestPruningPlansOnlyMatchingSegments(t *testing.T) {
 }
 
 func TestPruningAcrossReferences(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 4)
+	s, ctx := startCPU(t, 4)
 	h := func(i int) string { return fmtTime(t0.Add(time.Duration(i) * time.Hour)) }
 	cases := []struct {
 		q       string
@@ -139,9 +133,7 @@ func TestPruningAcrossReferences(t *testing.T) {
 }
 
 func TestQueryErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	cases := []struct {
 		q     string
 		code  codes.Code
@@ -199,18 +191,11 @@ func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {
 	ctx := ctxT(t)
 	// Hour 0: hosts a, b, c; hour 1: a, b; hour 2: a; hour 3: b.
 	// Newest rows: a in segment 2, b in 3, c in 0; segment 1 holds none.
+	var recs []arrow.RecordBatch
 	for i, hosts := range [][]string{{"a", "b", "c"}, {"a", "b"}, {"a"}, {"b"}} {
-		rec := cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 600, hosts...)
-		mode := "append"
-		if i == 0 {
-			mode = "create"
-		}
-		_, err := s.ingest(ctx, "cpu", mode, cpuOpts, rec)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs = append(recs, cpuBatch(s.cliMem, t0.Add(time.Duration(i)*time.Hour), 600, hosts...))
 	}
+	s.ingestCPU(t, ctx, recs...)
 	want := []string{
 		"a|2024-01-01T02:09:59Z|7799",
 		"b|2024-01-01T03:09:59Z|11399", // b is the batch's first host: no offset

@@ -20,10 +20,7 @@ func TestUnfetchedQueryIsStopped(t *testing.T) {
 	s.scalar(ctx, "SELECT 1") // connect first: the client's own goroutines stay
 	base := runtime.NumGoroutine()
 	// An aggregation that would run for minutes if left alone.
-	info, err := s.client.Execute(ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := s.mustExecute(t, ctx, "SELECT count(*) FROM range(0, 10000000000000) t(i) WHERE i % 7 = 3")
 	if len(info.Endpoint) != 1 {
 		t.Fatalf("%d endpoints", len(info.Endpoint))
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -20,11 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // ---- helpers shared by this package's router, ingest, metadata, prepared
@@ -36,17 +35,12 @@ func (s *sqlServer) doAction(ctx context.Context, typ string, body []byte) ([][]
 	if err != nil {
 		return nil, err
 	}
+	results, err := testkit.Collect(stream.Recv)
 	var out [][]byte
-	for {
-		r, err := stream.Recv()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
+	for _, r := range results {
 		out = append(out, r.Body)
 	}
+	return out, err
 }
 
 // actionJSON runs a tsflight action with a JSON body and decodes its single
@@ -91,36 +85,16 @@ type putResult struct {
 // doPut streams batches under desc through plain Flight DoPut and returns
 // the decoded PutResults.
 func (s *sqlServer) doPut(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, batches ...arrow.RecordBatch) ([]putResult, error) {
-	stream, err := s.client.Client.DoPut(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.cliMem))
-	w.SetFlightDescriptor(desc)
-	for _, b := range batches {
-		if err := w.Write(b); err != nil {
-			break // the server ended the call; Recv says why
-		}
-	}
-	w.Close()
-	if err := stream.CloseSend(); err != nil {
-		return nil, err
-	}
+	metas, err := testkit.Put(ctx, s.client.Client, s.cliMem, desc, schema, batches...)
 	var out []putResult
-	for {
-		r, err := stream.Recv()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
+	for _, m := range metas {
 		var pr putResult
-		if err := json.Unmarshal(r.AppMetadata, &pr); err != nil {
-			return out, fmt.Errorf("PutResult app_metadata %q: %v", r.AppMetadata, err)
+		if err := json.Unmarshal(m, &pr); err != nil {
+			return out, fmt.Errorf("PutResult app_metadata %q: %v", m, err)
 		}
 		out = append(out, pr)
 	}
+	return out, err
 }
 
 // recRows renders batches like result.rowsOf: one string per row, columns
@@ -170,25 +144,13 @@ func (s *sqlServer) segmentFiles(name string) []string {
 // readFlight reads one plain Flight DoGet stream into batches (retained;
 // release them).
 func (s *sqlServer) readFlight(ctx context.Context, tkt *flight.Ticket) (*arrow.Schema, []arrow.RecordBatch, error) {
-	stream, err := s.client.Client.DoGet(ctx, tkt)
-	if err != nil {
-		return nil, nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.cliMem))
+	rdr, err := testkit.DoGet(ctx, s.client.Client, s.cliMem, tkt)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rdr.Release()
-	var recs []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		for _, r := range recs {
-			r.Release()
-		}
+	recs, err := testkit.ReadBatches(rdr)
+	if err != nil {
 		return nil, nil, err
 	}
 	return rdr.Schema(), recs, nil
@@ -214,9 +176,7 @@ func pathDescriptor(name string) *flight.FlightDescriptor {
 // ---- router: plain Flight on the Flight SQL listener ----
 
 func TestRouterPlainFlightGetFlightInfoAndDoGet(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 3)
+	s, ctx := startCPU(t, 3)
 
 	info, err := s.client.Client.GetFlightInfo(ctx, pathDescriptor("cpu"))
 	if err != nil {
@@ -295,9 +255,7 @@ func TestRouterPlainFlightGetFlightInfoAndDoGet(t *testing.T) {
 }
 
 func TestRouterActions(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 
 	d := s.mustActionJSON(ctx, "describe-table", map[string]any{"table": "cpu"})
 	if d["table"] != "cpu" {
@@ -348,21 +306,7 @@ func TestRouterActions(t *testing.T) {
 func TestRouterListActions(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	stream, err := s.client.Client.ListActions(ctx, &flight.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for {
-		a, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, a.Type)
-	}
+	names := testkit.ActionNames(t, ctx, s.client.Client)
 	for _, want := range []string{
 		"create-table", "coverage", "gaps", "add-columns", "describe-table",
 		"CreatePreparedStatement", "ClosePreparedStatement", "CancelFlightInfo",
@@ -393,9 +337,7 @@ func TestRouterListActions(t *testing.T) {
 }
 
 func TestRouterListFlights(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
+	s, ctx := startCPU(t, 2)
 	rec := cpuBatch(s.cliMem, t0, 10, "x")
 	_, err := s.ingest(ctx, "cpu_small", "create", cpuOpts, rec)
 	rec.Release()
@@ -407,16 +349,13 @@ func TestRouterListFlights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	infos, err := testkit.Collect(stream.Recv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]int64{}
 	var order []string
-	for {
-		info, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, info := range infos {
 		d := info.FlightDescriptor
 		if d == nil || d.Type != flight.DescriptorPATH || len(d.Path) != 1 {
 			t.Fatalf("ListFlights descriptor %v, want a one-element PATH", d)
@@ -438,9 +377,7 @@ func TestRouterListFlights(t *testing.T) {
 }
 
 func TestRouterDoPutPathAppends(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 
 	rec := cpuBatch(s.cliMem, t0.Add(time.Hour), 1800, "a", "b")
 	defer rec.Release()
@@ -528,26 +465,44 @@ func gapRows(t *testing.T, m map[string]any) []string {
 	return out
 }
 
-func TestTsCoverageMatchesAction(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
+// makeCPUWithHalfC is makeCPU(ctx, 2) with host c added for the second
+// half hour of hour 0 only.
+func (s *sqlServer) makeCPUWithHalfC(ctx context.Context) {
+	s.t.Helper()
 	s.makeCPU(ctx, 2)
-	// Host c only for half an hour of hour 0.
 	rec := cpuBatch(s.cliMem, t0.Add(30*time.Minute), 1800, "c")
 	_, err := s.ingest(ctx, "cpu", "append", nil, rec)
 	rec.Release()
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
+}
+
+// tsCall is a call of the table function fn over table cpu from start to
+// end, with entity (SQL) as its fourth argument unless it is "".
+func tsCall(fn string, start, end time.Time, entity string) string {
+	call := fmt.Sprintf("%s('cpu', %s, %s", fn, fmtTime(start), fmtTime(end))
+	if entity != "" {
+		call += ", " + entity
+	}
+	return call + ")"
+}
+
+// rangeBody is the body of a coverage or gaps action over table cpu from
+// start to end, for entity unless it is nil.
+func rangeBody(start, end time.Time, entity map[string]any) map[string]any {
+	b := map[string]any{"table": "cpu", "start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}
+	if entity != nil {
+		b["entity"] = entity
+	}
+	return b
+}
+
+func TestTsCoverageMatchesAction(t *testing.T) {
+	s := startSQL(t)
+	ctx := ctxT(t)
+	s.makeCPUWithHalfC(ctx)
 	start, end := t0, t0.Add(4*time.Hour)
-	lit := func(tm time.Time) string { return fmtTime(tm) }
-	body := func(entity map[string]any) map[string]any {
-		b := map[string]any{"table": "cpu", "start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}
-		if entity != nil {
-			b["entity"] = entity
-		}
-		return b
-	}
 	cases := []struct {
 		name   string
 		entity string // SQL fourth argument; "" for none
@@ -561,13 +516,9 @@ func TestTsCoverageMatchesAction(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q := fmt.Sprintf("SELECT * FROM ts_coverage('cpu', %s, %s", lit(start), lit(end))
-			if c.entity != "" {
-				q += ", " + c.entity
-			}
-			q += ")"
+			q := "SELECT * FROM " + tsCall("ts_coverage", start, end, c.entity)
 			r := s.mustQuery(ctx, q)
-			want := coverageRow(t, s.mustActionJSON(ctx, "coverage", body(c.action)))
+			want := coverageRow(t, s.mustActionJSON(ctx, "coverage", rangeBody(start, end, c.action)))
 			if want != c.want {
 				t.Fatalf("coverage action = %s, want %s", want, c.want)
 			}
@@ -587,7 +538,7 @@ func TestTsCoverageMatchesAction(t *testing.T) {
 	}
 
 	// ts_coverage is a table: it can be filtered, joined and aggregated.
-	q := fmt.Sprintf("SELECT covered, ratio FROM ts_coverage('cpu', %s, %s, 'a') WHERE identities = 1", lit(start), lit(end))
+	q := fmt.Sprintf("SELECT covered, ratio FROM ts_coverage('cpu', %s, %s, 'a') WHERE identities = 1", fmtTime(start), fmtTime(end))
 	if got := s.mustQuery(ctx, q).rowsOf(); fmt.Sprint(got) != "[7200|0.5]" {
 		t.Fatalf("%s = %v", q, got)
 	}
@@ -599,13 +550,7 @@ func TestTsCoverageMatchesAction(t *testing.T) {
 func TestTsFunctionsWithParameters(t *testing.T) {
 	s := startSQL(t)
 	ctx := ctxT(t)
-	s.makeCPU(ctx, 2)
-	rec := cpuBatch(s.cliMem, t0.Add(30*time.Minute), 1800, "c")
-	_, err := s.ingest(ctx, "cpu", "append", nil, rec)
-	rec.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.makeCPUWithHalfC(ctx)
 	start, end := t0, t0.Add(4*time.Hour)
 	p, err := s.client.Prepare(ctx, "SELECT covered FROM ts_coverage('cpu', ?, ?, ?)")
 	if err != nil {
@@ -634,9 +579,7 @@ func TestTsFunctionsWithParameters(t *testing.T) {
 }
 
 func TestTsGapsMatchesAction(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 2) // hours 0 and 1
+	s, ctx := startCPU(t, 2) // hours 0 and 1
 	// Hour 3 (hour 2 missing), host a only for the first half.
 	rec := cpuBatch(s.cliMem, t0.Add(3*time.Hour), 3600, "b")
 	rec2 := cpuBatch(s.cliMem, t0.Add(3*time.Hour), 1800, "a")
@@ -647,13 +590,6 @@ func TestTsGapsMatchesAction(t *testing.T) {
 		r.Release()
 	}
 	start, end := t0, t0.Add(4*time.Hour)
-	body := func(entity map[string]any) map[string]any {
-		b := map[string]any{"table": "cpu", "start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}
-		if entity != nil {
-			b["entity"] = entity
-		}
-		return b
-	}
 	cases := []struct {
 		name   string
 		entity string
@@ -677,13 +613,9 @@ func TestTsGapsMatchesAction(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q := fmt.Sprintf("SELECT * FROM ts_gaps('cpu', %s, %s", fmtTime(start), fmtTime(end))
-			if c.entity != "" {
-				q += ", " + c.entity
-			}
-			q += ") ORDER BY gap_start"
+			q := "SELECT * FROM " + tsCall("ts_gaps", start, end, c.entity) + " ORDER BY gap_start"
 			got := s.mustQuery(ctx, q).rowsOf()
-			want := gapRows(t, s.mustActionJSON(ctx, "gaps", body(c.action)))
+			want := gapRows(t, s.mustActionJSON(ctx, "gaps", rangeBody(start, end, c.action)))
 			if !slices.Equal(want, c.want) {
 				t.Fatalf("gaps action = %v, want %v", want, c.want)
 			}
@@ -708,9 +640,7 @@ func TestTsGapsMatchesAction(t *testing.T) {
 }
 
 func TestTsFunctionErrors(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	a, b := fmtTime(t0), fmtTime(t0.Add(time.Hour))
 	cases := []struct {
 		q     string

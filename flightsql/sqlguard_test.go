@@ -56,9 +56,7 @@ func TestCallSpan(t *testing.T) {
 // The queries of the security reviews, each of which once read DuckDB's
 // settings, its logs or files, now refused or harmless.
 func TestGuardHoldsAgainstReviewQueries(t *testing.T) {
-	s := startSQL(t)
-	ctx := ctxT(t)
-	s.makeCPU(ctx, 1)
+	s, ctx := startCPU(t, 1)
 	root := s.root
 	for _, c := range []struct {
 		q     string

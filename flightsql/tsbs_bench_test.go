@@ -86,6 +86,17 @@ func tsbsRowsOf(ctx context.Context, sys tsbsSystem, q string) (testkit.Rows, er
 	return out, errors.Join(err, cerr)
 }
 
+// mustTSBSRows is tsbsRowsOf(q) on sys, failing tb with sys's name on an
+// error.
+func mustTSBSRows(tb testing.TB, ctx context.Context, sys tsbsSystem, name string, q tsbs.Query) testkit.Rows {
+	tb.Helper()
+	rows, err := tsbsRowsOf(ctx, sys, q.SQL)
+	if err != nil {
+		tb.Fatalf("%s: %s: %v\n%s", q.Name, name, err, q.SQL)
+	}
+	return rows
+}
+
 // tsbsADBC is a tsflight server seen through the ADBC Flight SQL driver.
 type tsbsADBC struct {
 	db   adbc.Database
@@ -110,24 +121,8 @@ func newTSBSADBC(tb testing.TB, addr string) *tsbsADBC {
 	return s
 }
 
-func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatch)) (err error) {
-	stmt, err := s.cnxn.NewStatement()
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, stmt.Close()) }()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		return err
-	}
-	rdr, _, err := stmt.ExecuteQuery(ctx)
-	if err != nil {
-		return err
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-		fn(rdr.RecordBatch())
-	}
-	return rdr.Err()
+func (s *tsbsADBC) query(ctx context.Context, q string, fn func(arrow.RecordBatch)) error {
+	return adbcQueryEach(ctx, s.cnxn, q, fn)
 }
 
 // tsbsDuckDB is DuckDB used directly (Direct: the server's engine and
@@ -264,18 +259,6 @@ func runTSBSSession(tb testing.TB, root string, qs []tsbs.Query, iters int) (*ts
 	return &out, ""
 }
 
-func tsbsMedian(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func tsbsMS(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // num formats a figure for the table; NaN (no figure) is "-".
@@ -322,22 +305,12 @@ func BenchmarkTSBSQueries(b *testing.B) {
 	figs := map[string]*tsbsFigures{}
 	want := map[string]testkit.Rows{}
 	for _, q := range qs {
-		w, err := tsbsRowsOf(ctx, duck, q.SQL)
-		if err != nil {
-			b.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
-		}
-		got, err := tsbsRowsOf(ctx, ts, q.SQL)
-		if err != nil {
-			b.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
-		}
-		if d := got.Diff(w); d != "" {
+		w := mustTSBSRows(b, ctx, duck, "duckdb", q)
+		if d := mustTSBSRows(b, ctx, ts, "tsflight", q).Diff(w); d != "" {
 			b.Fatalf("%s: tsflight and duckdb answer differently (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if split != nil {
-			if got, err = tsbsRowsOf(ctx, split, q.SQL); err != nil {
-				b.Fatalf("%s: tsflight (arrow-go client): %v", q.Name, err)
-			}
-			if d := got.Diff(w); d != "" {
+			if d := mustTSBSRows(b, ctx, split, "tsflight (arrow-go client)", q).Diff(w); d != "" {
 				b.Fatalf("%s: tsflight (arrow-go client) and duckdb answer differently (tsflight first): %s", q.Name, d)
 			}
 		}
@@ -374,20 +347,16 @@ func BenchmarkTSBSQueries(b *testing.B) {
 				return tsbsMS(time.Since(start))
 			}
 			for i := range b.N {
-				if i%2 == 0 {
-					tsT = append(tsT, timed(ts))
-					dkT = append(dkT, timed(duck))
-				} else {
-					dkT = append(dkT, timed(duck))
-					tsT = append(tsT, timed(ts))
-				}
+				testkit.Alternate(i,
+					func() { tsT = append(tsT, timed(ts)) },
+					func() { dkT = append(dkT, timed(duck)) })
 				if split != nil {
 					timed(split)
 					infoT, dgetT = append(infoT, tsbsMS(split.info)), append(dgetT, tsbsMS(split.dget))
 				}
 			}
 			f := figs[q.Name]
-			f.tsflight, f.duckdb, f.runs = tsbsMedian(tsT), tsbsMedian(dkT), b.N
+			f.tsflight, f.duckdb, f.runs = testkit.Median(tsT), testkit.Median(dkT), b.N
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(f.tsflight, "tsflight-ms")
 			b.ReportMetric(f.duckdb, "duckdb-ms")
@@ -397,7 +366,7 @@ func BenchmarkTSBSQueries(b *testing.B) {
 				b.ReportMetric(f.tsflight/f.session, "ts/session")
 			}
 			if split != nil {
-				f.info, f.doget = tsbsMedian(infoT), tsbsMedian(dgetT)
+				f.info, f.doget = testkit.Median(infoT), testkit.Median(dgetT)
 				b.ReportMetric(f.info, "info-ms")
 				b.ReportMetric(f.doget, "doget-ms")
 			}

@@ -8,7 +8,6 @@ package flightsql
 // internal/testkit.Rows.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/tsflight/tsflight/bench/tsbs"
 	"github.com/tsflight/tsflight/flightserver"
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // tsbsSet is a TSBS cpu-only data set from bench/tsbs, hosts × hours at
@@ -170,56 +170,18 @@ func startTSBSServer(tb testing.TB, root string, threads int, profile string) *t
 	if profile != "" {
 		cmd.Env = append(cmd.Env, "TSFLIGHT_BENCH_CPUPROF="+profile)
 	}
-	cmd.Stderr = os.Stderr
 	// The child stops when this pipe closes, so it never outlives us.
 	if _, err := cmd.StdinPipe(); err != nil {
 		tb.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
 	s.cmd = cmd
-	rd := bufio.NewReader(out)
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			tb.Fatalf("TSBS server did not start: %v", err)
-		}
-		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR "); ok {
-			s.addr = a
-			break
-		}
-	}
-	go func() { // drain the rest (PASS etc.)
-		for {
-			if _, err := rd.ReadString('\n'); err != nil {
-				return
-			}
-		}
-	}()
+	s.addr = testkit.StartChild(tb, cmd, "ADDR ")
 	tb.Cleanup(s.stop)
 	return s
 }
 
 func (s *tsbsServer) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
+	testkit.StopProcess(s.cmd, 30*time.Second)
 }
 
 // lastPlan returns the segments planned and live of table cpu in the
@@ -380,15 +342,8 @@ func TestTSBSQueriesAgree(t *testing.T) {
 	duck := newTSBSDuckDB(t, root, tsbsSegmentFiles(t, root), threads)
 	ctx := context.Background()
 	for _, q := range p.Queries("cpu") {
-		want, err := tsbsRowsOf(ctx, duck, q.SQL)
-		if err != nil {
-			t.Fatalf("%s: duckdb: %v\n%s", q.Name, err, q.SQL)
-		}
-		got, err := tsbsRowsOf(ctx, ts, q.SQL)
-		if err != nil {
-			t.Fatalf("%s: tsflight: %v\n%s", q.Name, err, q.SQL)
-		}
-		if d := got.Diff(want); d != "" {
+		want := mustTSBSRows(t, ctx, duck, "duckdb", q)
+		if d := mustTSBSRows(t, ctx, ts, "tsflight", q).Diff(want); d != "" {
 			t.Errorf("%s: tsflight and duckdb differ (tsflight first): %s\n%s", q.Name, d, q.SQL)
 		}
 		if len(want) == 0 && q.Name != "high-cpu-1" {

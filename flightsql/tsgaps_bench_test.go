@@ -56,14 +56,7 @@ func gapsServer(tb testing.TB, gaps int) (*flightsql.Client, *Server, func()) {
 	}
 	var recs []arrow.RecordBatch
 	for lo := 0; lo < gaps; lo += 50_000 {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, cpuSchema)
-		for i := lo; i < min(lo+50_000, gaps); i++ {
-			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(2*i) * time.Second).UnixMicro()))
-			b.Field(1).(*array.StringBuilder).Append("a")
-			b.Field(2).(*array.Float64Builder).Append(float64(i))
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
+		rec := everyOtherSecond(memory.DefaultAllocator, lo, min(lo+50_000, gaps))
 		defer rec.Release()
 		recs = append(recs, rec)
 	}
@@ -133,4 +126,17 @@ func BenchmarkTsGaps200k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/gap")
+}
+
+// everyOtherSecond is rows lo to hi-1 of host a at every other second from
+// t0 (row i at t0 + 2i s, usage i): a gap of a second after each.
+func everyOtherSecond(mem memory.Allocator, lo, hi int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, cpuSchema)
+	defer b.Release()
+	for i := lo; i < hi; i++ {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(2*i) * time.Second).UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append("a")
+		b.Field(2).(*array.Float64Builder).Append(float64(i))
+	}
+	return b.NewRecordBatch()
 }

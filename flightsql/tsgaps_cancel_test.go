@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // TestTsGapsCancelStopsWork cancels a ts_gaps query over 100,000 gaps at
@@ -41,7 +43,7 @@ func TestTsGapsCancelStopsWork(t *testing.T) {
 	}
 	full := time.Since(began)
 	t.Logf("uncancelled query: %v", full)
-	base := settledGoroutineCount()
+	base := testkit.SettledGoroutines()
 
 	const (
 		returnBound = 500 * time.Millisecond // the client's call, after the cancel

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -100,23 +101,6 @@ func memSnapshot(t testing.TB, fsys storage.FS) map[string]string {
 	return out
 }
 
-// changedFiles lists the files that differ between two snapshots.
-func changedFiles(a, b map[string]string) []string {
-	var diffs []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			diffs = append(diffs, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diffs = append(diffs, k)
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
-}
-
 // openErrorOK reports whether err is one of the categories opening a
 // table from a damaged or foreign log may give.
 func openErrorOK(err error) bool {
@@ -133,7 +117,7 @@ func openChecked(t *testing.T, fsys storage.FS) (*State, error) {
 	ro := DefaultOptions()
 	ro.ReadOnly = true
 	rt, rerr := Open(ctx, fsys, ro)
-	if d := changedFiles(before, memSnapshot(t, fsys)); len(d) > 0 {
+	if d := testkit.ChangedFiles(before, memSnapshot(t, fsys)); len(d) > 0 {
 		t.Fatalf("read-only open (error %v) changed %v", rerr, d)
 	}
 	tb, err := Open(ctx, fsys, nil)
@@ -145,7 +129,7 @@ func openChecked(t *testing.T, fsys storage.FS) (*State, error) {
 		if !openErrorOK(err) {
 			t.Fatalf("open error of no expected category: %v", err)
 		}
-		if d := changedFiles(before, after); len(d) > 0 {
+		if d := testkit.ChangedFiles(before, after); len(d) > 0 {
 			t.Fatalf("failed open (%v) changed %v", err, d)
 		}
 		return nil, err
@@ -154,7 +138,7 @@ func openChecked(t *testing.T, fsys storage.FS) (*State, error) {
 	if rt.State().Version != st.Version {
 		t.Fatalf("read-only open at version %d, read-write at %d", rt.State().Version, st.Version)
 	}
-	for _, p := range changedFiles(before, after) {
+	for _, p := range testkit.ChangedFiles(before, after) {
 		if p != currentPath {
 			t.Fatalf("open changed %s", p)
 		}

@@ -6,7 +6,15 @@
 //     multisets with floats to 1e-9 relative;
 //   - TSBSSteps, TSBS cpu-only rows of bench/tsbs by step range, for tests
 //     that append ranges of steps rather than bench/tsbs's hourly
-//     deliveries.
+//     deliveries;
+//   - what the servers' tests share (flightserver's, flightsql's, and any
+//     other package's): Context, WantCode and CheckCode for gRPC answers;
+//     Put, DoGet, ReadBatches, Drain, Collect, ListActions and Schema for
+//     Flight calls; Snapshot, ChangedFiles, SnapshotDiff, SameSnapshot,
+//     CopyDir and CopyFormat6Table for what is on disk;
+//     SettledGoroutines and WaitGoroutines for cancellations; StartChild
+//     and StopProcess for servers in child processes; Buffer, PackAny,
+//     Median and Alternate.
 //
 // TSBS data and queries come from bench/tsbs only.
 //
