@@ -203,7 +203,7 @@ func TestOpsCatalogue(t *testing.T) {
 	cases := opsCatalogue()
 	for _, oc := range cases {
 		t.Run(oc.name, func(t *testing.T) {
-			before := testkit.TreeSums(t, root)
+			before := testkit.Snapshot(t, root)
 			outcome, text := oc.run(t, e)
 			if outcome != oc.want {
 				t.Fatalf("%s: %s, want %s; said %q", oc.call, outcome, oc.want, text)
@@ -216,7 +216,7 @@ func TestOpsCatalogue(t *testing.T) {
 			if strings.Contains(text, root) || strings.Contains(text, writer) || strings.Contains(text, expired) {
 				t.Fatalf("%s: %q shows the root or a secret", oc.call, text)
 			}
-			after := testkit.TreeSums(t, root)
+			after := testkit.Snapshot(t, root)
 			if fmt.Sprint(before) != fmt.Sprint(after) {
 				t.Fatalf("%s changed the root", oc.call)
 			}

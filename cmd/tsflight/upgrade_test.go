@@ -37,7 +37,7 @@ func TestUpgradeCommand(t *testing.T) {
 	}
 	f.fail(t, exitFail, []string{"format-6", "tsflight upgrade TABLE"}, "compact", "old")
 
-	before := testkit.TreeSums(t, f.root)
+	before := testkit.Snapshot(t, f.root)
 	out := f.ok(t, "upgrade", "--dry-run", "old")
 	lines := cliLines(t, out)
 	if len(lines) < 6 || lines[0] != "table  old (version 5)" || !strings.HasPrefix(lines[4], "convert-log  planned  convert 5 format-6 commits to protocol 7") ||
@@ -49,7 +49,7 @@ func TestUpgradeCommand(t *testing.T) {
 		!strings.HasPrefix(csv[3], "last-values,planned,write the last-value index") {
 		t.Fatalf("csv dry run:\n%s", strings.Join(csv, "\n"))
 	}
-	if after := testkit.TreeSums(t, f.root); !maps.Equal(after, before) {
+	if after := testkit.Snapshot(t, f.root); !maps.Equal(after, before) {
 		t.Fatalf("the dry run changed files:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -68,7 +68,7 @@ func TestUpgradeCommand(t *testing.T) {
 		if strings.HasPrefix(p, filepath.Join("old", "_timeseries_log")+"/") {
 			continue
 		}
-		if after := testkit.TreeSums(t, f.root); after[p] != sum {
+		if after := testkit.Snapshot(t, f.root); after[p] != sum {
 			t.Errorf("%s changed by the upgrade", p)
 		}
 	}

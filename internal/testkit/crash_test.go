@@ -137,7 +137,7 @@ func TestWriteAckAndLockedBuffer(t *testing.T) {
 	}
 }
 
-func TestWriteFilesCopyDirTreeSums(t *testing.T) {
+func TestWriteFilesCopyDirSnapshot(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "t")
 	if err := os.MkdirAll(filepath.Join(src, "data"), 0o755); err != nil {
 		t.Fatal(err)
@@ -146,21 +146,21 @@ func TestWriteFilesCopyDirTreeSums(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "data/b"}) {
 		t.Errorf("WriteFiles returned %v", got)
 	}
-	sums := TreeSums(t, src)
+	sums := Snapshot(t, src)
 	// SHA-256 of "a".
 	if len(sums) != 2 || sums["a"] != "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb" || sums["data/b"] == "" {
-		t.Errorf("TreeSums %v", sums)
+		t.Errorf("Snapshot %v", sums)
 	}
 	dst := filepath.Join(t.TempDir(), "copy")
 	CopyDir(t, src, dst)
-	if copied := TreeSums(t, dst); !maps.Equal(copied, sums) {
+	if copied := Snapshot(t, dst); !maps.Equal(copied, sums) {
 		t.Errorf("the copy sums to %v, the original %v", copied, sums)
 	}
 	if err := os.WriteFile(filepath.Join(dst, "a"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if maps.Equal(TreeSums(t, dst), sums) {
-		t.Error("TreeSums does not see a changed file")
+	if maps.Equal(Snapshot(t, dst), sums) {
+		t.Error("Snapshot does not see a changed file")
 	}
 }
 
