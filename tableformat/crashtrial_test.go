@@ -543,7 +543,7 @@ func scratchCrashTable(t *testing.T, opts *Options) *Table {
 }
 
 // lockedBuffer collects a child's output while it runs.
-type lockedBuffer = testkit.LockedBuffer
+type lockedBuffer = testkit.Buffer
 
 // readAcked parses an acked log: batch id -> version. A last line without
 // its newline is ignored.

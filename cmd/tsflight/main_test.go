@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // ---- the server process ----
 
 // syncBuffer collects a process's stderr while it runs.
-type syncBuffer = testkit.LockedBuffer
+type syncBuffer = testkit.Buffer
 
 type serverProc struct {
 	t      *testing.T

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -258,25 +257,6 @@ print(s.sql("SELECT count(*) AS n FROM t").to_pylist()[0]["n"])`
 		t.Fatalf("python count %q: %v", out, err)
 	}
 	return n
-}
-
-// LockedBuffer collects a child process's output while it runs; it is
-// safe for concurrent use.
-type LockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *LockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *LockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The files of a table on disk, as the crash, vacuum and damage tests

@@ -108,7 +108,7 @@ func TestExpectedStrays(t *testing.T) {
 	}
 }
 
-func TestWriteAckAndLockedBuffer(t *testing.T) {
+func TestWriteAckAndBuffer(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "acked.log")
 	f, err := os.Create(p)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestWriteAckAndLockedBuffer(t *testing.T) {
 	if data, err := os.ReadFile(p); err != nil || string(data) != "acked 3 9\nacked 4 10\n" {
 		t.Errorf("log %q (%v)", data, err)
 	}
-	var b LockedBuffer
+	var b Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
