@@ -205,11 +205,9 @@ func loadInMemory(svc *Service, table string) (*memoryServer, error) {
 	}
 	defer rdr.Release()
 	m := &memoryServer{schema: rdr.Schema()}
-	b := &batcher{min: int64(svc.opts.BatchRows)}
+	b := NewBatcher(int64(svc.opts.BatchRows), 0)
+	defer b.Release()
 	keep := func(group []arrow.RecordBatch) error {
-		if group == nil {
-			return nil
-		}
 		defer releaseAll(group)
 		rec, err := ConcatBatches(group, memory.DefaultAllocator)
 		if err == nil {
@@ -218,11 +216,11 @@ func loadInMemory(svc *Service, table string) (*memoryServer, error) {
 		return err
 	}
 	for rdr.Next() {
-		if err := keep(b.add(rdr.RecordBatch())); err != nil {
+		if err := b.Add(rdr.RecordBatch(), keep); err != nil {
 			return nil, err
 		}
 	}
-	if err := keep(b.flush()); err != nil {
+	if err := b.Flush(keep); err != nil {
 		return nil, err
 	}
 	return m, rdr.Err()

@@ -194,12 +194,19 @@ func ConcatBatches(batches []arrow.RecordBatch, mem memory.Allocator) (arrow.Rec
 // would take the held ones past maxBytes is held after they are sent, so a
 // group stays under the bound unless one batch alone is larger. A stream's
 // last group (Flush) may be smaller. Batches without rows are dropped.
-type Batcher struct{ batcher }
+type Batcher struct {
+	min      int64 // rows that complete a group
+	maxBytes int   // bytes that complete a group; 0: no byte bound
+	held     []arrow.RecordBatch
+	rows     int64
+	bytes    int
+}
 
 // NewBatcher returns a Batcher of groups of minRows rows, bounded to
-// maxBytes bytes when maxBytes > 0.
+// maxBytes bytes when maxBytes > 0. Scan batches hold at most BatchRows
+// rows, so without a byte bound a DoGet group holds fewer than 2 × minRows.
 func NewBatcher(minRows int64, maxBytes int) *Batcher {
-	return &Batcher{batcher{min: minRows, maxBytes: maxBytes}}
+	return &Batcher{min: minRows, maxBytes: maxBytes}
 }
 
 // Add takes rec (the caller keeps its reference) and calls send with each
@@ -208,33 +215,6 @@ func NewBatcher(minRows int64, maxBytes int) *Batcher {
 // complete. send owns the batches of a group (it releases them); its error
 // is returned.
 func (b *Batcher) Add(rec arrow.RecordBatch, send func([]arrow.RecordBatch) error) error {
-	return b.each(rec, send)
-}
-
-// Flush calls send with the held batches, if any: the stream's last group.
-func (b *Batcher) Flush(send func([]arrow.RecordBatch) error) error {
-	if group := b.flush(); group != nil {
-		return send(group)
-	}
-	return nil
-}
-
-// Release drops the held batches (after a stream that ended early).
-func (b *Batcher) Release() { b.release() }
-
-// batcher is the state and rule of a Batcher. Scan batches hold at most
-// BatchRows rows, so without a byte bound a DoGet group holds fewer than
-// 2 × min.
-type batcher struct {
-	min      int64 // rows that complete a group
-	maxBytes int   // bytes that complete a group; 0: no byte bound
-	held     []arrow.RecordBatch
-	rows     int64
-	bytes    int
-}
-
-// each is Batcher.Add.
-func (b *batcher) each(rec arrow.RecordBatch, send func([]arrow.RecordBatch) error) error {
 	n := rec.NumRows()
 	if n == 0 {
 		return nil
@@ -243,7 +223,7 @@ func (b *batcher) each(rec arrow.RecordBatch, send func([]arrow.RecordBatch) err
 	if b.maxBytes > 0 {
 		size = BatchBytes(rec)
 		if len(b.held) > 0 && b.bytes+size > b.maxBytes {
-			if err := send(b.flush()); err != nil {
+			if err := send(b.take()); err != nil {
 				return err
 			}
 		}
@@ -253,34 +233,27 @@ func (b *batcher) each(rec arrow.RecordBatch, send func([]arrow.RecordBatch) err
 	b.rows += n
 	b.bytes += size
 	if b.rows >= b.min || (b.maxBytes > 0 && b.bytes >= b.maxBytes) {
-		return send(b.flush())
+		return send(b.take())
 	}
 	return nil
 }
 
-// add is each for a batcher without a byte bound, where a batch completes
-// at most one group: it returns that group, or nil. The caller releases
-// the batches of the group.
-func (b *batcher) add(rec arrow.RecordBatch) []arrow.RecordBatch {
-	var group []arrow.RecordBatch
-	_ = b.each(rec, func(g []arrow.RecordBatch) error {
-		group = g
+// Flush calls send with the held batches, if any: the stream's last group.
+func (b *Batcher) Flush(send func([]arrow.RecordBatch) error) error {
+	if len(b.held) == 0 {
 		return nil
-	})
-	return group
+	}
+	return send(b.take())
 }
 
-// flush returns the held batches (nil when none are held).
-func (b *batcher) flush() []arrow.RecordBatch {
+// Release drops the held batches (after a stream that ended early).
+func (b *Batcher) Release() { releaseAll(b.take()) }
+
+// take hands over the held batches.
+func (b *Batcher) take() []arrow.RecordBatch {
 	group := b.held
 	b.held, b.rows, b.bytes = nil, 0, 0
 	return group
-}
-
-// release drops the held batches.
-func (b *batcher) release() {
-	releaseAll(b.held)
-	b.held, b.rows, b.bytes = nil, 0, 0
 }
 
 // budgetStream records every zero-copy message a stream hands to gRPC on
