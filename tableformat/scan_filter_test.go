@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -33,15 +32,7 @@ func TestScanRangeEdgesInt64(t *testing.T) {
 		{scIv(-1), scIv(1), scI64s(-1, 0)},
 		{scIv(2), scIv(math.MaxInt64), nil},
 	} {
-		res := scRunScan(t, f.tb, ScanOptions{Start: c.start, End: c.end, Columns: []string{"k"}})
-		var want []string
-		for _, k := range c.want {
-			want = append(want, strconv.FormatInt(k, 10))
-		}
-		slices.Sort(want)
-		if !slices.Equal(res.rows, want) {
-			t.Errorf("[%v, %v): got %v, want %v", c.start, c.end, res.rows, want)
-		}
+		scCheckRange(t, f.tb, c.start, c.end, "k", c.want)
 	}
 }
 
@@ -96,15 +87,7 @@ func TestScanRangeEdgesTimestamps(t *testing.T) {
 			{scTv(time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)), ns(b), scI64s(math.MinInt64, b-1)},
 			{ns(math.MaxInt64), scTv(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), scI64s(math.MaxInt64)},
 		} {
-			res := scRunScan(t, f.tb, ScanOptions{Start: c.start, End: c.end, Columns: []string{"v"}})
-			var want []string
-			for _, v := range c.want {
-				want = append(want, strconv.FormatInt(v, 10))
-			}
-			slices.Sort(want)
-			if !slices.Equal(res.rows, want) {
-				t.Errorf("[%v, %v): got %v, want %v", c.start, c.end, res.rows, want)
-			}
+			scCheckRange(t, f.tb, c.start, c.end, "v", c.want)
 		}
 	})
 	t.Run("ms", func(t *testing.T) {
@@ -130,15 +113,7 @@ func TestScanRangeEdgesTimestamps(t *testing.T) {
 			// Both bounds in the same millisecond: nothing.
 			{half(b), scTv(time.UnixMilli(b).Add(700 * time.Microsecond)), nil},
 		} {
-			res := scRunScan(t, f.tb, ScanOptions{Start: c.start, End: c.end, Columns: []string{"v"}})
-			var want []string
-			for _, v := range c.want {
-				want = append(want, strconv.FormatInt(v, 10))
-			}
-			slices.Sort(want)
-			if !slices.Equal(res.rows, want) {
-				t.Errorf("[%v, %v): got %v, want %v", c.start, c.end, res.rows, want)
-			}
+			scCheckRange(t, f.tb, c.start, c.end, "v", c.want)
 		}
 	})
 }

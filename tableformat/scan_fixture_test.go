@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,25 +176,12 @@ func scanRecord(t testing.TB, schema *arrow.Schema, cols ...any) arrow.RecordBat
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	for i, c := range cols {
-		ok := false
-		switch fb := b.Field(i).(type) {
-		case *array.TimestampBuilder:
-			ok = scAppendColumn(fb, scTimestamps(c))
-		case *array.Int64Builder:
-			ok = scAppendColumn[int64](fb, c)
-		case *array.Int32Builder:
-			ok = scAppendColumn[int32](fb, c)
-		case *array.Uint64Builder:
-			ok = scAppendColumn[uint64](fb, c)
-		case *array.Float64Builder:
-			ok = scAppendColumn[float64](fb, c)
-		case *array.StringBuilder:
-			ok = scAppendColumn[string](fb, c)
-		case *array.BooleanBuilder:
-			ok = scAppendColumn[bool](fb, c)
-		}
+		fb := b.Field(i)
+		ok := scAppendTo[int64](fb, c) || scAppendTo[int32](fb, c) || scAppendTo[uint64](fb, c) ||
+			scAppendTo[float64](fb, c) || scAppendTo[string](fb, c) || scAppendTo[bool](fb, c) ||
+			scAppendTo[arrow.Timestamp](fb, scTimestamps(c))
 		if !ok {
-			t.Fatalf("scanRecord: column %d: values %T do not suit builder %T", i, c, b.Field(i))
+			t.Fatalf("scanRecord: column %d: values %T do not suit builder %T", i, c, fb)
 		}
 	}
 	rec := b.NewRecordBatch()
@@ -203,6 +191,16 @@ func scanRecord(t testing.TB, schema *arrow.Schema, cols ...any) arrow.RecordBat
 		}
 	}
 	return rec
+}
+
+// scAppendTo appends c to b if b is a builder of T values (see
+// scAppendColumn).
+func scAppendTo[T any](b array.Builder, c any) bool {
+	tb, ok := b.(interface {
+		Append(T)
+		AppendNull()
+	})
+	return ok && scAppendColumn(tb, c)
 }
 
 // scAppendColumn appends c, a []T or a []*T (nil for null), to b and
@@ -451,3 +449,33 @@ func scIv(v int64) *IndexValue { x := Int64Value(v); return &x }
 func scUv(v uint64) *IndexValue { x := Uint64Value(v); return &x }
 
 func scTv(t time.Time) *IndexValue { x := TimeValue(t); return &x }
+
+// scPlanned plans a scan of st with opts and returns the planned
+// segments' file names without ".parquet", in plan order.
+func scPlanned(t testing.TB, st *State, opts ScanOptions) []string {
+	t.Helper()
+	segs, err := st.PlanScan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range scSegPaths(segs) {
+		got = append(got, strings.TrimSuffix(filepath.Base(p), ".parquet"))
+	}
+	return got
+}
+
+// scCheckRange scans column col of tb over [start, end) and checks that it
+// returns exactly the int64 values want.
+func scCheckRange(t testing.TB, tb *Table, start, end *IndexValue, col string, want []int64) {
+	t.Helper()
+	res := scRunScan(t, tb, ScanOptions{Start: start, End: end, Columns: []string{col}})
+	var rows []string
+	for _, v := range want {
+		rows = append(rows, strconv.FormatInt(v, 10))
+	}
+	slices.Sort(rows)
+	if !slices.Equal(res.rows, rows) {
+		t.Errorf("[%v, %v): got %v, want %v", start, end, res.rows, rows)
+	}
+}

@@ -2,9 +2,7 @@ package tableformat
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,15 +34,7 @@ func TestScanPlanPrunesByRange(t *testing.T) {
 		{"one value", scIv(12), scIv(13), []string{"seg-005", "seg-004"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			segs, err := st.PlanScan(ScanOptions{Start: c.start, End: c.end})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, p := range scSegPaths(segs) {
-				got = append(got, strings.TrimSuffix(filepath.Base(p), ".parquet"))
-			}
-			if !slices.Equal(got, c.want) {
+			if got := scPlanned(t, st, ScanOptions{Start: c.start, End: c.end}); !slices.Equal(got, c.want) {
 				t.Fatalf("planned %v, want %v", got, c.want)
 			}
 		})
@@ -75,15 +65,7 @@ func TestScanPlanPrunesByEntity(t *testing.T) {
 		{map[string]EntityValue{"host": scStr("a"), "dc": dc(2)}, []string{"seg-003", "seg-004"}},
 		{map[string]EntityValue{"host": scStr("zzz")}, []string{"seg-004"}}, // Mixed is never pruned
 	} {
-		segs, err := st.PlanScan(ScanOptions{Entities: c.ents})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, p := range scSegPaths(segs) {
-			got = append(got, strings.TrimSuffix(filepath.Base(p), ".parquet"))
-		}
-		if !slices.Equal(got, c.want) {
+		if got := scPlanned(t, st, ScanOptions{Entities: c.ents}); !slices.Equal(got, c.want) {
 			t.Errorf("entities %v: planned %v, want %v", c.ents, got, c.want)
 		}
 	}
