@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,31 +17,17 @@ import (
 
 // compactInteropCase is a table shape for the compaction interop test.
 type compactInteropCase struct {
-	name   string
-	spec   IndexSpec
-	pySpec string
-	schema *arrow.Schema
+	interopShape
 	// batch is small batch i (8 rows), later batches later in the index.
 	batch func(mem memory.Allocator, i int) arrow.RecordBatch
 }
 
 func compactInteropCases() []compactInteropCase {
-	tsSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
-		{Name: "host", Type: arrow.BinaryTypes.String},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	intSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	entity, global := interopShapes()
+	tsSchema, intSchema, base := entity.schema, global.schema, interopBase
 	return []compactInteropCase{
 		{
-			name:   "entity",
-			spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
-			pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
-			schema: tsSchema,
+			interopShape: entity,
 			batch: func(mem memory.Allocator, i int) arrow.RecordBatch {
 				b := array.NewRecordBuilder(mem, tsSchema)
 				defer b.Release()
@@ -62,10 +47,7 @@ func compactInteropCases() []compactInteropCase {
 			},
 		},
 		{
-			name:   "global",
-			spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
-			pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
-			schema: intSchema,
+			interopShape: global,
 			batch: func(mem memory.Allocator, i int) arrow.RecordBatch {
 				b := array.NewRecordBuilder(mem, intSchema)
 				defer b.Release()

@@ -41,32 +41,56 @@ func interop(t *testing.T, out any, args ...string) {
 	}
 }
 
+// interopShape is a table shape that both implementations write: its
+// index, the reference package's spelling of it, and its Arrow schema.
+type interopShape struct {
+	name   string
+	spec   IndexSpec
+	pySpec string
+	schema *arrow.Schema
+}
+
+// interopBase is the first timestamp (ms) of the interop tables.
+var interopBase = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+// interopShapes are the two shapes of the interop tests: "entity", ts (ms)
+// indexed at 10 s with entity host and v nullable int64, and "global", k
+// int64 indexed by 10 and v nullable int64.
+func interopShapes() (entity, global interopShape) {
+	entity = interopShape{
+		name:   "entity",
+		spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
+		pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
+		schema: arrow.NewSchema([]arrow.Field{
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
+			{Name: "host", Type: arrow.BinaryTypes.String},
+			{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		}, nil),
+	}
+	global = interopShape{
+		name:   "global",
+		spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
+		pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
+		schema: arrow.NewSchema([]arrow.Field{
+			{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+			{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		}, nil),
+	}
+	return entity, global
+}
+
 // interopCase is one table shape appended by both implementations.
 type interopCase struct {
-	name    string
-	spec    IndexSpec
-	pySpec  string
-	schema  *arrow.Schema
+	interopShape
 	batches func(mem memory.Allocator) []arrow.RecordBatch
 }
 
 func interopCases() []interopCase {
-	tsSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
-		{Name: "host", Type: arrow.BinaryTypes.String},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	intSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	entity, global := interopShapes()
+	tsSchema, intSchema, base := entity.schema, global.schema, interopBase
 	return []interopCase{
 		{
-			name:   "entity",
-			spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
-			pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
-			schema: tsSchema,
+			interopShape: entity,
 			batches: func(mem memory.Allocator) []arrow.RecordBatch {
 				var out []arrow.RecordBatch
 				for part := 0; part < 3; part++ {
@@ -89,10 +113,7 @@ func interopCases() []interopCase {
 			},
 		},
 		{
-			name:   "global",
-			spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
-			pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
-			schema: intSchema,
+			interopShape: global,
 			batches: func(mem memory.Allocator) []arrow.RecordBatch {
 				var out []arrow.RecordBatch
 				for part := 0; part < 3; part++ {
