@@ -52,6 +52,22 @@ func holdLeader(t *testing.T, tb *Table) (release func(), queued func(n int)) {
 	return release, queued
 }
 
+// startHeldGroup makes an append env whose table holds one row (0 s,
+// entity host, v 0) and starts a second append (10 s, host, v 1) that
+// holdLeader keeps inside its commit, so that the appends the test starts
+// next queue up behind it until release.
+func startHeldGroup(t *testing.T, host string) (e *appendEnv, release func(), queued func(n int), first <-chan appendOutcome) {
+	t.Helper()
+	e = newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, host, 0}); err != nil { // adopts the schema
+		t.Fatal(err)
+	}
+	release, queued = holdLeader(t, e.tb)
+	first = e.goAppend(e.ctx, row{10, host, 1})
+	queued(0)
+	return e, release, queued, first
+}
+
 type appendOutcome struct {
 	res *AppendResult
 	err error
@@ -74,14 +90,8 @@ func (e *appendEnv) goAppend(ctx context.Context, rows ...row) <-chan appendOutc
 // rows, each result naming its own row count; the table then reads every
 // row once and refuses each of them again.
 func TestGroupCommitSharesOneCommit(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "h0")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "h0", 0}); err != nil { // adopts the schema
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "h0", 1})
-	queued(0)
 	var outs []<-chan appendOutcome
 	for i := range 5 {
 		outs = append(outs, e.goAppend(e.ctx, row{20, fmt.Sprintf("h%d", i), int64(i)}, row{30, fmt.Sprintf("h%d", i), int64(i)}))
@@ -137,14 +147,8 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 // collides with an earlier one of the group, or with the table, fails
 // alone with ErrOverlap; the others commit.
 func TestGroupCommitRefusesOnlyTheOverlapping(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	ok1 := e.goAppend(e.ctx, row{20, "a", 2})
 	queued(1)
 	dup := e.goAppend(e.ctx, row{25, "a", 3}) // same 10 s interval as ok1
@@ -179,14 +183,8 @@ func TestGroupCommitRefusesOnlyTheOverlapping(t *testing.T) {
 // nothing; the ones behind it still commit, and the lead passes on even
 // when the cancelled one was to take it.
 func TestGroupCommitCancelledWhileQueued(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	ctx, cancel := context.WithCancel(e.ctx)
 	gone := e.goAppend(ctx, row{20, "a", 2})
 	queued(1)
@@ -215,14 +213,8 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 // TestGroupCommitLeaderCancelled: the leader's context ending in the
 // middle of the group's commit does not fail the commit for the others.
 func TestGroupCommitLeaderCancelled(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, _, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	release()
 	if o := <-first; o.err != nil {
 		t.Fatal(o.err)
