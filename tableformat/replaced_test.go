@@ -50,6 +50,19 @@ func rpAppend(t *testing.T, tb *Table, h string, sec int64) (*AppendResult, erro
 	return tb.Append(context.Background(), rdr, nil)
 }
 
+// rpAppendAt appends a row of h at sec through tb and checks that it
+// lands as version.
+func rpAppendAt(t *testing.T, tb *Table, h string, sec int64, version uint64) {
+	t.Helper()
+	res, err := rpAppend(t, tb, h, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version != version {
+		t.Fatalf("append landed as version %d, want %d", res.Version, version)
+	}
+}
+
 // rpSwap replaces the directory live with other (the old one is removed).
 func rpSwap(t *testing.T, live, other string) {
 	t.Helper()
@@ -136,13 +149,7 @@ func TestReplacedByShorterTable(t *testing.T) {
 	if _, err := tb.StateAt(context.Background(), 4); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("StateAt(4) of the replaced table: %v, want ErrNotFound", err)
 	}
-	res, err := rpAppend(t, tb, "a", 0) // overlapped the old table only
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 3 {
-		t.Fatalf("append landed as version %d, want 3", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 0, 3) // overlapped the old table only
 	rpCheck(t, live, 3, 2)
 }
 
@@ -154,13 +161,7 @@ func TestReplacedByShorterTableAppendWithoutRefresh(t *testing.T) {
 	tb := rpBuild(t, live, "a", 0, 10, 20, 30)
 	rpBuild(t, other, "b", 100)
 	rpSwap(t, live, other)
-	res, err := rpAppend(t, tb, "b", 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 3 {
-		t.Fatalf("append landed as version %d, want 3", res.Version)
-	}
+	rpAppendAt(t, tb, "b", 200, 3)
 	rpCheck(t, live, 3, 2)
 }
 
@@ -188,13 +189,7 @@ func TestReplacedBySameLengthTable(t *testing.T) {
 	if got := tb.State().RowCount(); got != 4 {
 		t.Fatalf("handle holds %d rows", got)
 	}
-	res, err := rpAppend(t, tb, "a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 6 {
-		t.Fatalf("append landed as version %d, want 6", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 0, 6)
 	rpRefresh(t, tb, 6, 5)
 	rpCheck(t, live, 6, 5)
 }
@@ -255,13 +250,7 @@ func TestRestoredOlderBackup(t *testing.T) {
 		}
 	}
 	rpSwap(t, live, backup)
-	res, err := rpAppend(t, tb, "a", 20) // was in the newer, lost history
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 4 {
-		t.Fatalf("append landed as version %d, want 4", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 20, 4) // was in the newer, lost history
 	rpRefresh(t, tb, 4, 3)
 	rpCheck(t, live, 4, 3)
 }
