@@ -49,10 +49,7 @@ func TestAddColumnsErrors(t *testing.T) {
 		})
 	}
 	// A stale handle conflicts.
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	if _, err := e.append(row{100, "h", 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -123,10 +123,7 @@ func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 	if _, err := e.append(row{0, "h1", 1}); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	testHookBeforeCommit = func() {
 		testHookBeforeCommit = nil
 		rdr := readerOf(t, inSchema(), inBatch(e.mem, row{100, "h2", 1}))
@@ -139,7 +136,7 @@ func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 	defer rdr.Release()
 	o := e.opts()
 	o.MaxRetries = 0
-	_, err = e.tb.Append(e.ctx, rdr, o)
+	_, err := e.tb.Append(e.ctx, rdr, o)
 	testHookBeforeCommit = nil
 	if !errors.Is(err, ErrConflict) || !containsAll(err.Error(), "gave up after 0 retries", "nothing was committed") {
 		t.Fatalf("append that lost its only try: %v, want ErrConflict saying it gave up", err)

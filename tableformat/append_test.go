@@ -81,10 +81,7 @@ type appendEnv struct {
 
 func newAppendEnv(t *testing.T, spec IndexSpec) *appendEnv {
 	e := &appendEnv{t: t, ctx: context.Background(), mem: memory.NewCheckedAllocator(memory.DefaultAllocator), dir: t.TempDir()}
-	tb, err := Create(e.ctx, storage.Local(e.dir), CreateOptions{Index: spec}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(e.dir), CreateOptions{Index: spec}, nil)
 	e.tb = tb
 	t.Cleanup(func() { e.mem.AssertSize(t, 0) })
 	return e
@@ -392,10 +389,7 @@ func TestAppendRefusesUnsupportedTypes(t *testing.T) {
 func TestAppendRefusesBeforeReadingInput(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1", commitJSON(1, metaJSON(7, "[]", `["sorted_segments"]`, "", "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	rdr := &countingReader{RecordReader: readerOf(t, inSchema(), inBatch(mem, row{0, "h", 1}))}
@@ -427,10 +421,7 @@ func TestConcurrentAppendRebases(t *testing.T) {
 	if _, err := e.append(row{0, "h1", 1}); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	// other commits after e has refreshed but before e commits: simulate by
 	// appending through other while e's handle still holds version 2.
 	hook := func() {

@@ -128,10 +128,7 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 		t.Fatalf("scan: %d rows, sum %d", n, s)
 	}
 	// The coverage holds every row: a fresh handle refuses each again.
-	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = fresh
 	for i := range 5 {
 		if _, err := e.append(row{25, fmt.Sprintf("h%d", i), 9}); !errors.Is(err, ErrOverlap) {
@@ -286,11 +283,7 @@ func TestGroupCommitFailedWriteLeavesNothing(t *testing.T) {
 	}
 	rdr.Release()
 	before := memFiles(t, fsys)
-	ffs := storage.NewFaultFS(fsys)
-	ft, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, ft := openFaulty(t, fsys, nil)
 	boom := errors.New("EIO")
 	ffs.Inject(storage.Fault{Op: storage.OpSync, Match: func(n string) bool { return len(n) > len(appendDir) && n[:len(appendDir)] == appendDir }, Err: boom})
 	rdr = readerOf(t, inSchema(), inBatch(mem, row{10, "a", 1}))
@@ -316,10 +309,7 @@ func TestGroupCommitManyWriters(t *testing.T) {
 	if _, err := e.append(row{0, "w0", 0}); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	const writers, puts = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*puts+puts)

@@ -81,10 +81,7 @@ func streamReader(t *testing.T, mem memory.Allocator, first int64) array.RecordR
 func streamTable(t *testing.T, fsys storage.FS, mem memory.Allocator) {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, fsys, CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: crashIndex()}, nil)
 	if _, err := appendCrashBatch(ctx, tb, mem, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +126,7 @@ func streamedAppendCrashes(t *testing.T, fresh bool) {
 	// The trace of one streamed append.
 	basefs := storage.NewMem()
 	setup(basefs, mem)
-	ffs := storage.NewFaultFS(basefs)
-	tb, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, tb := openFaulty(t, basefs, nil)
 	ffs.Reset()
 	rdr := streamReader(t, mem, 1)
 	if _, err := tb.Append(ctx, rdr, streamOpts(mem)); err != nil {
@@ -164,11 +157,7 @@ func streamedAppendCrashes(t *testing.T, fresh bool) {
 				defer mem.AssertSize(t, 0)
 				fsys := storage.NewMem()
 				setup(fsys, mem)
-				ffs := storage.NewFaultFS(fsys)
-				tb, err := Open(ctx, ffs, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ffs, tb := openFaulty(t, fsys, nil)
 				ffs.Reset()
 				want := tr[i]
 				nth := 0
@@ -227,10 +216,7 @@ func TestStreamedAppendEncodeErrorFails(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	fsys := storage.NewMem()
 	streamTable(t, fsys, mem)
-	tb, err := Open(ctx, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, fsys, nil)
 	before := memFiles(t, fsys)
 	boom := errors.New("encoder on fire")
 	n := 0
@@ -243,7 +229,7 @@ func TestStreamedAppendEncodeErrorFails(t *testing.T) {
 	defer func() { testHookEncoded = nil }()
 	rdr := streamReader(t, mem, 1)
 	defer rdr.Release()
-	_, err = tb.Append(ctx, rdr, streamOpts(mem))
+	_, err := tb.Append(ctx, rdr, streamOpts(mem))
 	if !errors.Is(err, boom) {
 		t.Fatalf("append: %v, want the encoding's error", err)
 	}
@@ -282,10 +268,7 @@ func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	fsys := storage.NewMem()
 	streamTable(t, fsys, mem)
-	tb, err := Open(context.Background(), fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, fsys, nil)
 	before := memFiles(t, fsys)
 	// A slow encoding: the cancellation arrives while one is in flight.
 	testHookEncoded = func() error { time.Sleep(100 * time.Millisecond); return nil }
@@ -294,7 +277,7 @@ func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 	defer cancel()
 	rdr := streamReader(t, mem, 1)
 	defer rdr.Release()
-	_, err = tb.Append(ctx, &cancelAfter{RecordReader: rdr, n: 2, cancel: cancel}, streamOpts(mem))
+	_, err := tb.Append(ctx, &cancelAfter{RecordReader: rdr, n: 2, cancel: cancel}, streamOpts(mem))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("append: %v, want context.Canceled", err)
 	}

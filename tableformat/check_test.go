@@ -262,10 +262,7 @@ func TestCheckRepair(t *testing.T) {
 			if again := e.check(false); len(again.Findings) != 0 {
 				t.Fatalf("second check: %+v", again.Findings)
 			}
-			tb, err := Open(e.ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(e.dir), nil)
 			e.tb = tb
 			if _, err := e.append(row{40, "h1", 6}); err != nil {
 				t.Fatalf("append after repair: %v", err)
@@ -471,10 +468,7 @@ func TestCheckNoCoveragePointer(t *testing.T) {
 	if rep := ce.check(false); len(rep.Findings) != 0 {
 		t.Fatalf("after repair: %+v", rep.Findings)
 	}
-	tb, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = tb
 	if _, err := e.append(row{0, "h1", 9}); !errors.Is(err, ErrOverlap) {
 		t.Fatalf("an append overlapping the segment after the repair: %v", err)
@@ -598,10 +592,7 @@ func TestCheckUnionMarker(t *testing.T) {
 		rep.Findings[0].Severity != CheckError || !rep.Findings[0].Repairable || rep.OK() {
 		t.Fatalf("damaged marker: %+v", rep.Findings)
 	}
-	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = fresh
 	if _, err := e.append(row{20, "h1", 4}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), unionCoveragePath) {
 		t.Fatalf("append over a damaged marker: %v, want ErrCorrupt naming it", err)
@@ -612,7 +603,7 @@ func TestCheckUnionMarker(t *testing.T) {
 	if again := e.check(false); len(again.Findings) != 0 {
 		t.Fatalf("after repair: %+v", again.Findings)
 	}
-	fresh, err = Open(e.ctx, storage.Local(e.dir), nil)
+	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,10 +175,7 @@ func BenchmarkCheckpointWrite(b *testing.B) {
 	ctx := context.Background()
 	opts := DefaultOptions()
 	opts.CheckpointInterval = 1
-	tb, err := Open(ctx, storage.Local(dir), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustOpen(b, storage.Local(dir), opts)
 	st := tb.State()
 	if len(st.Segments) != n-1 {
 		b.Fatalf("%d segments", len(st.Segments))

@@ -31,10 +31,7 @@ func TestCheckpointInterop(t *testing.T) {
 	dir := filepath.Join(root, "table")
 	opts := DefaultOptions()
 	opts.CheckpointInterval = 2
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: c.spec}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: c.spec}, opts)
 	var rows, sum int64
 	var later []arrow.RecordBatch
 	for _, rec := range c.batches(mem) {
@@ -111,10 +108,7 @@ func TestCheckpointInterop(t *testing.T) {
 		Version uint64 `json:"version"`
 	}
 	interop(t, &added, "add-columns", dir, "score:float64")
-	tb2, err := Open(ctx, storage.Local(dir), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, storage.Local(dir), opts)
 	rows += later[2].NumRows()
 	rdr := readerOf(t, c.schema, later[2])
 	later = later[:2]

@@ -99,10 +99,7 @@ func ckSame(t testing.TB, what string, got, want *State) {
 func ckVariedLog(t testing.TB, fsys storage.FS, n int) *Table {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
 	ix := tsIndex()
 	for v := 2; v <= n; v++ {
 		st := tb.State()
@@ -209,10 +206,7 @@ func TestCheckpointStateEqualsReplay(t *testing.T) {
 			t.Fatalf("checkpoint %d written, replay started from %d", v, from)
 		}
 		ckSame(t, fmt.Sprintf("replay from checkpoint %d", v), st, full[n])
-		tb, err := Open(ctx, fsys, ckOptions(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := mustOpen(t, fsys, ckOptions(nil))
 		ckSame(t, fmt.Sprintf("open with checkpoint %d", v), tb.State(), full[n])
 		l := ckStore(fsys, nil)
 		for w := max(1, v-4); w <= n; w++ {
@@ -600,15 +594,9 @@ func TestCheckpointStaleAfterReplace(t *testing.T) {
 	if a.State().Version != 8 {
 		t.Fatalf("version %d", a.State().Version)
 	}
-	handle, err := Open(ctx, storage.Local(live), ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	handle := mustOpen(t, storage.Local(live), ckOptions(nil))
 	// The sibling diverges after commit 5 and reaches version 8 too.
-	sib, err := Open(ctx, storage.Local(sibling), ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sib := mustOpen(t, storage.Local(sibling), ckOptions(nil))
 	for _, s := range []int64{100, 110, 120} {
 		if _, err := rpAppend(t, sib, "b", s); err != nil {
 			t.Fatal(err)
@@ -670,10 +658,7 @@ func TestCheckpointNewerThanLog(t *testing.T) {
 		t.Fatalf("started from %d; log %s", from, buf.String())
 	}
 	rewind(15, 25)
-	tb, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, fsys, ckOptions(nil))
 	ckSame(t, "rewound to 15", tb.State(), ckFull(t, fsys, 15))
 	for v := 16; v <= 30; v++ { // other commits under the old numbers
 		if _, err := tb.Commit(ctx, tb.State().Version, marker(fmt.Sprint("regrown", v))); err != nil {
@@ -785,10 +770,7 @@ func TestCheckpointStateAt(t *testing.T) {
 	for _, v := range []uint64{100, 200} {
 		ckWrite(t, fsys, v)
 	}
-	tb, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, fsys, ckOptions(nil))
 	ckSame(t, "open", tb.State(), ckFull(t, fsys, 250))
 	for _, v := range []uint64{150, 1, 50, 99, 100, 101, 199, 200, 201, 249, 120} {
 		st, err := tb.StateAt(ctx, v)
@@ -843,10 +825,7 @@ func TestCheckpointCodecShapes(t *testing.T) {
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			fsys := storage.NewMem()
-			tb, err := Create(ctx, fsys, s.co, ckOptions(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustCreateTable(t, fsys, s.co, ckOptions(nil))
 			for i, b := range s.bounds {
 				seg := ckFakeSegment(i)
 				seg.IndexMin, seg.IndexMax, seg.Layout = b[0], b[1], s.ident(i)
@@ -996,10 +975,7 @@ func TestCheckpointReadCorners(t *testing.T) {
 	if !strings.Contains(buf.String(), "the log has no commit 1") {
 		t.Fatalf("log %q", buf.String())
 	}
-	tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
 	ckSame(t, "re-created", tb.State(), ckFull(t, fsys, 1))
 	ckWrite(t, fsys, 1) // prunes the old table's 6 and 12 above it
 	if vs, _ := ckList(t, fsys); !slices.Equal(vs, []uint64{1}) {

@@ -18,10 +18,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.DefaultAllocator
 	dir := b.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustCreateTable(b, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	const appends, steps = 2000, 20
 	for i := range appends {
 		var rows []row

@@ -102,10 +102,7 @@ func TestCompactInterop(t *testing.T) {
 				}
 				const first = 24
 				if writer == "tsflight" {
-					tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
+					tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
 					for i := range first {
 						rdr := readerOf(t, c.schema, c.batch(mem, i))
 						o := DefaultAppendOptions()
@@ -126,10 +123,7 @@ func TestCompactInterop(t *testing.T) {
 						t.Fatalf("the package made %d appends", len(rep.Appends))
 					}
 				}
-				tb, err := Open(ctx, storage.Local(dir), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				tb := mustOpen(t, storage.Local(dir), nil)
 				compact := func(sources int) {
 					t.Helper()
 					o := DefaultCompactOptions()

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,17 +23,7 @@ import (
 // from the compaction's own account, to check the account's figure.
 type peakAllocator struct {
 	memory.Allocator
-	cur, peak atomic.Int64
-}
-
-func (p *peakAllocator) add(n int64) {
-	v := p.cur.Add(n)
-	for {
-		old := p.peak.Load()
-		if v <= old || p.peak.CompareAndSwap(old, v) {
-			return
-		}
-	}
+	peakGauge
 }
 
 func (p *peakAllocator) Allocate(n int) []byte {
@@ -307,11 +296,7 @@ func TestCompactSpillFailures(t *testing.T) {
 	setup := func(t *testing.T) (*appendEnv, *Table, *storage.FaultFS, map[string]string, uint64) {
 		e := newAppendEnv(t, tsIndex())
 		appendWide(t, e, 6, 100, 50) // 30,000 rows: about 2 MiB to sort
-		ffs := storage.NewFaultFS(storage.Local(e.dir))
-		tb, err := Open(e.ctx, ffs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ffs, tb := openFaulty(t, storage.Local(e.dir), nil)
 		return e, tb, ffs, dirSnapshot(t, e.dir), e.tb.State().Version
 	}
 	unchanged := func(t *testing.T, e *appendEnv, before map[string]string, v uint64, spill string) {
@@ -422,10 +407,7 @@ func TestCompactMemoryBoundWide(t *testing.T) {
 	}
 	schema := arrow.NewSchema(fields, nil)
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	const appends, steps, hosts = 20, 100, 50
 	for i := range appends {
 		b := array.NewRecordBuilder(mem, schema)

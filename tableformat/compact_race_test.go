@@ -27,10 +27,7 @@ func TestCompactRebasesOnAppends(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
 	ctx := e.ctx
 	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	next := 20
 	withCompactHook(t, func(retry int) {
 		if retry < 2 {
@@ -59,10 +56,7 @@ func TestCompactWithConcurrentAppends(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
 	ctx := e.ctx
 	appendSmall(t, ctx, e.tb, e.mem, 0, 10)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	const total = 80
 	done := make(chan error, 1)
 	go func() {
@@ -127,10 +121,7 @@ func TestCompactLosesToAnotherCompaction(t *testing.T) {
 	ctx := e.ctx
 	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	var largest uint64
 	for _, seg := range e.tb.State().Segments {
 		largest = max(largest, *seg.FileSize)

@@ -137,10 +137,7 @@ func TestCompactMergesSmallAppends(t *testing.T) {
 	checkTable(t, ctx, e.tb)
 
 	// A fresh handle reads the same.
-	fresh, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	if n := len(tableRows(t, ctx, fresh, nil, e.mem)); n != 2030 {
 		t.Fatalf("a fresh handle reads %d rows", n)
 	}
@@ -461,10 +458,7 @@ func TestCompactRefusesOptions(t *testing.T) {
 func TestCompactRefusesUnwritableTable(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1", commitJSON(1, metaJSON(7, "[]", `["time_travel"]`, testSchema, "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	o := DefaultCompactOptions()
 	o.DryRun = true
 	if _, err := tb.Compact(context.Background(), o); !errors.Is(err, ErrUnsupported) {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,6 +97,15 @@ func copyFormat6From(t *testing.T, src, name string) (string, *format6Expected) 
 
 // rowsJSON scans the whole table and returns its rows as canonical JSON
 // lines (timestamps as integer milliseconds since the epoch), sorted.
+// wantRowsJSON checks that tb's rows, as rowsJSON renders them, are exp;
+// what says when.
+func wantRowsJSON(t *testing.T, what string, tb *Table, mem memory.Allocator, exp []string) {
+	t.Helper()
+	if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("%s:\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(exp, "\n"))
+	}
+}
+
 func rowsJSON(t *testing.T, tb *Table, mem memory.Allocator) []string {
 	t.Helper()
 	rdr, err := tb.Scan(context.Background(), tb.State(), ScanOptions{Alloc: mem})
@@ -183,22 +191,11 @@ func expectedRowsJSON(t *testing.T, want *format6Expected) []string {
 func treeDigests(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	walkFiles(t, root, func(p string, b []byte) {
 		rel, _ := filepath.Rel(root, p)
 		sum := sha256.Sum256(b)
 		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -224,10 +221,7 @@ func TestFormat6OpensReadOnly(t *testing.T) {
 		name := c.name
 		t.Run(c.String(), func(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, name)
-			tb, err := Open(context.Background(), storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), nil)
 			st := tb.State()
 			if st.Version != want.Version {
 				t.Errorf("version %d, want %d", st.Version, want.Version)
@@ -277,10 +271,7 @@ func checkFormat6Coverage(t *testing.T, tb *Table, want *format6Expected) {
 func TestFormat6WritesRefused(t *testing.T) {
 	dir, _ := copyFormat6(t, "ts_entity")
 	before := treeDigests(t, dir)
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	ctx := context.Background()
 	v := tb.State().Version
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -185,10 +185,7 @@ func interopAppend(t *testing.T, c interopCase, snapshots bool) {
 	defer mem.AssertSize(t, 0)
 	root := t.TempDir()
 	ours, theirs := filepath.Join(root, "tsflight"), filepath.Join(root, "reference")
-	tb, err := Create(ctx, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
 	var files []string
 	var rows, sum int64
 	for i, rec := range c.batches(mem) {
@@ -218,10 +215,7 @@ func interopAppend(t *testing.T, c interopCase, snapshots bool) {
 	if len(rep.Appends) != len(files) {
 		t.Fatalf("reference made %d appends", len(rep.Appends))
 	}
-	ref, err := Open(ctx, storage.Local(theirs), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := mustOpen(t, storage.Local(theirs), nil)
 	// Version by version: segment metadata and sidecar bytes.
 	for v := uint64(2); v <= ref.State().Version; v++ {
 		oc, err := tb.log.readCommit(v)

@@ -178,10 +178,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new handle starts from the persisted index and catches up.
-	tb2, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, storage.Local(e.dir), nil)
 	x := tb2.loadLastIndex(ctx, tb2.State())
 	if x == nil || x.version != 2 {
 		t.Fatalf("loaded %+v, want the index of version 2", x)
@@ -192,10 +189,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.dir, LastValuesPath(2)), []byte("PAR1 not really"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb3, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb3 := mustOpen(t, storage.Local(e.dir), nil)
 	if x := tb3.loadLastIndex(ctx, tb3.State()); x != nil {
 		t.Fatalf("a damaged index was loaded: version %d", x.version)
 	}
@@ -204,10 +198,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	if _, _, err := tb3.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tb4, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb4 := mustOpen(t, storage.Local(e.dir), nil)
 	x = tb4.loadLastIndex(ctx, tb4.State())
 	if x == nil || x.version != tb4.State().Version {
 		t.Fatalf("loaded %+v, want the newest", x)
@@ -243,10 +234,7 @@ func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(o.dir, LastValuesPath(2)), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Open(ctx, storage.Local(o.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(o.dir), nil)
 	wantLast(t, "another table's index file", ctx, tb, tb.State())
 }
 
@@ -348,10 +336,7 @@ func TestCheckLastValues(t *testing.T) {
 	if got := codes(); !slices.Equal(got, []string{CheckLastValuesCorrupt + "@" + LastValuesPath(3)}) {
 		t.Fatalf("damaged: %v", got)
 	}
-	tb, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	if x := tb.loadLastIndex(ctx, tb.State()); x == nil || x.version != 2 {
 		t.Fatalf("with version 3's index damaged, a reader starts from %+v, want version 2's", x)
 	} else {
@@ -417,10 +402,7 @@ func TestLastValuesConcurrent(t *testing.T) {
 // requested columns.
 func TestLastValuesOfATableWithoutRows(t *testing.T) {
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(t.TempDir()), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	for _, cols := range [][]string{nil, {"host"}} {

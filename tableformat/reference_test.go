@@ -79,10 +79,7 @@ func TestReadReferenceTables(t *testing.T) {
 func checkReferenceTable(t *testing.T, dir string, want *expectedTable) {
 	ro := DefaultOptions()
 	ro.ReadOnly = true
-	tb, err := Open(context.Background(), storage.Local(dir), ro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), ro)
 	st := tb.State()
 	if st.Version != want.Version {
 		t.Errorf("version %d, want %d", st.Version, want.Version)

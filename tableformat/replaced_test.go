@@ -26,10 +26,7 @@ import (
 // rpBuild creates a table in dir with one one-row append per sec (host h).
 func rpBuild(t *testing.T, dir, h string, secs ...int64) *Table {
 	t.Helper()
-	tb, err := Create(context.Background(), storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	for _, s := range secs {
 		if _, err := rpAppend(t, tb, h, s); err != nil {
 			t.Fatal(err)
@@ -130,10 +127,7 @@ func TestReplacedByShorterTable(t *testing.T) {
 	var logged bytes.Buffer
 	opts := DefaultOptions()
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
-	tb, err := Open(context.Background(), storage.Local(live), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(live), opts)
 	if _, err := tb.StateAt(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -294,10 +288,7 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	fsys, _ := oneRowAppends(b, 20)
 	dir := b.TempDir()
 	copyFS(b, fsys, storage.Local(dir))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustOpen(b, storage.Local(dir), nil)
 	for b.Loop() {
 		if _, err := tb.Refresh(context.Background()); err != nil {
 			b.Fatal(err)
@@ -305,42 +296,8 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	}
 }
 
+// copyFS writes every file of from into to.
 func copyFS(tb testing.TB, from, to storage.FS) {
 	tb.Helper()
-	var walk func(p string)
-	walk = func(p string) {
-		names, err := from.List(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, n := range names {
-			child := n
-			if p != "." {
-				child = p + "/" + n
-			}
-			info, err := from.Stat(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if info.IsDir {
-				walk(child)
-				continue
-			}
-			data, err := from.ReadFile(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			f, err := to.Create(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if _, err := f.Write(data); err != nil {
-				tb.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-	walk(".")
+	walkFS(tb, from, func(name string, data []byte) { ckWriteFile(tb, to, name, data) })
 }

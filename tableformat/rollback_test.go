@@ -113,10 +113,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 			// A second handle that holds the coverage of the newest
 			// version before the rollback (its cache must not be extended
 			// over the rollback).
-			other, err := Open(ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := mustOpen(t, storage.Local(e.dir), nil)
 			if _, err := other.loadCoverage(ctx, other.State()); err != nil {
 				t.Fatal(err)
 			}
@@ -156,10 +153,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 				}
 			}
 			// A fresh handle replays the log to the same content.
-			fresh, err := Open(ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fresh := mustOpen(t, storage.Local(e.dir), nil)
 			wantContentOf(t, e, fresh, fresh.State(), want)
 			// The handle that cached the pre-rollback coverage sees the
 			// smaller one.

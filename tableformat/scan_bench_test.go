@@ -209,10 +209,7 @@ func TestScanPeakRSS(t *testing.T) {
 }
 
 func scanRSSChild(t *testing.T, dir string) {
-	tb, err := Open(context.Background(), storage.Local(dir), &Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 	var opts ScanOptions
 	if v := os.Getenv("TSFLIGHT_SCAN_RSS_PARALLELISM"); v != "" {
 		opts.Parallelism, _ = strconv.Atoi(v)

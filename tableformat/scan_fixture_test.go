@@ -42,10 +42,7 @@ func newScanFixture(t testing.TB, ix IndexSpec, logical *Schema) *scanFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: ix}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: ix}, nil)
 	m := tb.State().Meta.Clone()
 	m.Schema = logical
 	if _, err := tb.Commit(ctx, tb.State().Version, []Action{UpdateTableMeta{Meta: *m}}); err != nil {

@@ -47,10 +47,7 @@ func TestScanReferenceTables(t *testing.T) {
 					t.Fatal(err)
 				}
 				dir := filepath.Join(set, name)
-				tb, err := Open(context.Background(), storage.Local(dir), &Options{ReadOnly: true})
-				if err != nil {
-					t.Fatal(err)
-				}
+				tb := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 				var rows uint64
 				for _, s := range want.Segments {
 					rows += s.RowCount

@@ -21,10 +21,7 @@ import (
 
 func TestScanEmpty(t *testing.T) {
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: scHostIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(t.TempDir()), CreateOptions{Index: scHostIndex()}, nil)
 	// No schema yet: an empty stream with no fields.
 	res := scRunScan(t, tb, ScanOptions{})
 	if res.schema.NumFields() != 0 || len(res.rows) != 0 {
@@ -334,10 +331,7 @@ func TestScanPooledAllocatorResults(t *testing.T) {
 
 func TestScanAppendedTable(t *testing.T) {
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: scHostIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(t.TempDir()), CreateOptions{Index: scHostIndex()}, nil)
 	canon, err := ArrowSchema(scHostSchema(Nanos))
 	if err != nil {
 		t.Fatal(err)
@@ -423,14 +417,7 @@ func (r *scFlakyReader) ReadAt(p []byte, off int64) (int, error) {
 
 func TestScanStorageErrors(t *testing.T) {
 	f := scBigScanFixture(t, 2, 3000)
-	ctx := context.Background()
-	open := func(fsys storage.FS) *Table {
-		tb, err := Open(ctx, fsys, &Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tb
-	}
+	open := func(fsys storage.FS) *Table { return mustOpen(t, fsys, &Options{ReadOnly: true}) }
 	// Opening a segment fails.
 	ffs := storage.NewFaultFS(storage.Local(f.dir))
 	tb := open(ffs)

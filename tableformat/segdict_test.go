@@ -277,3 +277,39 @@ func TestCutPagesSameFile(t *testing.T) {
 		})
 	}
 }
+
+// TestHasNull: hasNull answers as IsNull row by row does, for every range
+// of arrays with and without nulls, sliced at every offset.
+func TestHasNull(t *testing.T) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range 40 {
+		if i%13 == 7 {
+			b.AppendNull()
+		} else {
+			b.Append(int64(i))
+		}
+	}
+	withNulls := b.NewInt64Array()
+	defer withNulls.Release()
+	b.AppendValues([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, nil)
+	noNulls := b.NewInt64Array()
+	defer noNulls.Release()
+	for _, full := range []*array.Int64{withNulls, noNulls} {
+		for off := 0; off < full.Len(); off++ {
+			arr := array.NewSlice(full, int64(off), int64(full.Len())).(*array.Int64)
+			for s := 0; s <= arr.Len(); s++ {
+				for e := s; e <= arr.Len(); e++ {
+					want := false
+					for i := s; i < e; i++ {
+						want = want || arr.IsNull(i)
+					}
+					if got := hasNull(arr, s, e); got != want {
+						t.Fatalf("slice at %d, rows [%d, %d): hasNull %v, want %v", off, s, e, got, want)
+					}
+				}
+			}
+			arr.Release()
+		}
+	}
+}

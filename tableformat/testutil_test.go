@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,17 +44,77 @@ func marker(name string) []Action {
 	return []Action{RemoveSegment{Path: "data/markers/" + name + ".parquet"}}
 }
 
+// mustCreate creates a table of tsIndex in fsys.
 func mustCreate(t *testing.T, fsys storage.FS) *Table {
 	t.Helper()
-	tb, err := Create(context.Background(), fsys, CreateOptions{Index: tsIndex()}, nil)
+	return mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, nil)
+}
+
+// mustCreateTable creates a table in fsys, failing the test if it cannot.
+func mustCreateTable(t testing.TB, fsys storage.FS, co CreateOptions, opts *Options) *Table {
+	t.Helper()
+	tb, err := Create(context.Background(), fsys, co, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tb
 }
 
-// copyToDisk writes every file of fsys under dir.
-func copyToDisk(t *testing.T, fsys storage.FS, dir string) {
+// mustOpen opens the table in fsys, failing the test if it cannot.
+func mustOpen(t testing.TB, fsys storage.FS, opts *Options) *Table {
+	t.Helper()
+	tb, err := Open(context.Background(), fsys, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// openFaulty wraps fsys in a FaultFS and opens the table through it, so
+// that the test can inject faults into what the handle does next.
+func openFaulty(t testing.TB, fsys storage.FS, opts *Options) (*storage.FaultFS, *Table) {
+	t.Helper()
+	ffs := storage.NewFaultFS(fsys)
+	return ffs, mustOpen(t, ffs, opts)
+}
+
+// peakGauge is a level that goes up and down (add) and the highest it
+// has been.
+type peakGauge struct {
+	cur, peak atomic.Int64
+}
+
+func (g *peakGauge) add(n int64) {
+	v := g.cur.Add(n)
+	for {
+		old := g.peak.Load()
+		if v <= old || g.peak.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// walkFiles calls fn with the path and content of every file under root.
+func walkFiles(t *testing.T, root string, fn func(p string, data []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fn(p, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// walkFS calls fn with the name and content of every file of fsys.
+func walkFS(t testing.TB, fsys storage.FS, fn func(name string, data []byte)) {
 	t.Helper()
 	var walk func(p string)
 	walk = func(p string) {
@@ -74,16 +136,24 @@ func copyToDisk(t *testing.T, fsys storage.FS, dir string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dst := filepath.Join(dir, filepath.FromSlash(child))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fn(child, data)
 		}
 	}
 	walk(".")
+}
+
+// copyToDisk writes every file of fsys under dir.
+func copyToDisk(t *testing.T, fsys storage.FS, dir string) {
+	t.Helper()
+	walkFS(t, fsys, func(name string, data []byte) {
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // referenceResult is one line of testdata/reference/inspect_tables.py.

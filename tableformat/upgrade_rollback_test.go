@@ -3,7 +3,6 @@ package tableformat
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -25,10 +24,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 		}
 		t.Run(c.String(), func(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, c.name)
-			tb, err := Open(ctx, storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), nil)
 			var segsBefore []string
 			for _, s := range tb.State().Segments {
 				segsBefore = append(segsBefore, s.Path)
@@ -61,9 +57,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			exp := expectedRowsJSON(t, want)
-			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
-				t.Fatalf("rows after the rollback:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
-			}
+			wantRowsJSON(t, "rows after the rollback", tb, mem, exp)
 			if py == "" {
 				return
 			}

@@ -26,11 +26,7 @@ func crashAppend(t *testing.T, fsys storage.FS, mem memory.Allocator, rows ...ro
 	t.Helper()
 	ctx := context.Background()
 	before := listAll(t, fsys)
-	ffs := storage.NewFaultFS(fsys)
-	tb, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, tb := openFaulty(t, fsys, nil)
 	ffs.Inject(storage.Fault{Op: storage.OpLink, Match: func(n string) bool { return reCommitFile.MatchString(n) }})
 	rdr := readerOf(t, inSchema(), inBatch(mem, rows...))
 	defer rdr.Release()
@@ -81,9 +77,15 @@ func listAll(t *testing.T, fsys storage.FS) map[string]bool {
 
 // byDisposition lists the paths of rep's artifacts with disposition d.
 func byDisposition(rep *VacuumReport, d VacuumDisposition) []string {
+	return artifactPaths(rep, func(a VacuumArtifact) bool { return a.Disposition == d })
+}
+
+// artifactPaths lists the paths of rep's artifacts that keep accepts, in
+// the report's order.
+func artifactPaths(rep *VacuumReport, keep func(VacuumArtifact) bool) []string {
 	var out []string
 	for _, a := range rep.Artifacts {
-		if a.Disposition == d {
+		if keep(a) {
 			out = append(out, a.Path)
 		}
 	}
@@ -228,10 +230,7 @@ func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 	if err != nil || rep.Removable != 0 {
 		t.Fatalf("second dry run: %v, %+v", err, rep)
 	}
-	tb, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	if n, sum := scanCountSum(t, tb, e.mem, "v"); n != 3 || sum != 6 {
 		t.Fatalf("after vacuum: %d rows, sum %d; want 3, 6", n, sum)
 	}
@@ -295,10 +294,7 @@ func TestVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	rep, err := tb.Vacuum(context.Background(), &VacuumOptions{OlderThan: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -316,10 +312,7 @@ func TestVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 func TestVacuumRefusesNewerWriters(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1\n", commitJSON(1, metaJSON(7, "[]", `["time_travel_v9"]`, "", "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	if _, err := tb.Vacuum(context.Background(), nil); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("vacuum of a table with an unknown writer feature: %v", err)
 	}
@@ -465,10 +458,7 @@ func TestVacuumApplyRechecks(t *testing.T) {
 			tableCov = p
 		}
 	}
-	other, err := Open(context.Background(), e.mem, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, e.mem, nil)
 	stats := map[string]int{}
 	currentReads := 0
 	// Match functions run at each call, before it: they stage what another
