@@ -75,16 +75,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 				b.Fatalf("%+v", rep)
 			}
 			// Undo it for the next iteration: put the sources back.
-			var undo []Action
-			for _, g := range rep.Groups {
-				for _, p := range g.Outputs {
-					undo = append(undo, RemoveSegment{Path: p})
-				}
-			}
-			for _, seg := range st.Segments {
-				undo = append(undo, AddSegment{Segment: seg})
-			}
-			if _, err := tb.Commit(ctx, rep.CommittedVersion, undo); err != nil {
+			if err := undoCompaction(ctx, tb, st, rep); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -587,17 +587,7 @@ func TestRetentionInterop(t *testing.T) {
 	if got := fmt.Sprint(q.Rows); got != "[[4 10]]" {
 		t.Fatalf("0.9.0 after vacuum: %s", got)
 	}
-	p := filepath.Join(t.TempDir(), "more.arrows")
-	rec := inBatch(e.mem, row{30, "h1", 5})
-	writeIPC(t, p, rec)
-	rec.Release()
-	var rep struct {
-		Appends []struct {
-			Version uint64 `json:"version"`
-		} `json:"appends"`
-	}
-	interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, e.dir, p)
-	if len(rep.Appends) != 1 || rep.Appends[0].Version != 6 {
+	if rep := refAppendRows(t, e.dir, inBatch(e.mem, row{30, "h1", 5})); len(rep.Appends) != 1 || rep.Appends[0].Version != 6 {
 		t.Fatalf("0.9.0 append: %+v", rep)
 	}
 	interop(t, &q, "query", e.dir, "SELECT count(*) AS n, sum(v) AS s FROM t")

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -45,6 +47,25 @@ func dirHashes(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// refAppendReport is what interop.py says of the appends it made.
+type refAppendReport struct {
+	Appends []struct {
+		Version uint64 `json:"version"`
+	} `json:"appends"`
+}
+
+// refAppendRows has the reference package append rec (which it releases)
+// to the entity table (tsIndex) in dir.
+func refAppendRows(t *testing.T, dir string, rec arrow.RecordBatch) refAppendReport {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "more.arrows")
+	writeIPC(t, p, rec)
+	rec.Release()
+	var rep refAppendReport
+	interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, dir, p)
+	return rep
 }
 
 // sameHashes fails when the directory's files changed since before.
@@ -425,17 +446,7 @@ func TestRollbackInterop(t *testing.T) {
 				t.Fatalf("0.9.0 reads %s, tsflight [[%d %d]]", got, n, sum)
 			}
 			// Its append of rows the rollback removed is no overlap.
-			p := filepath.Join(t.TempDir(), "more.arrows")
-			rec := inBatch(e.mem, compactRowsOf(8)...)
-			writeIPC(t, p, rec)
-			rec.Release()
-			var rep struct {
-				Appends []struct {
-					Version uint64 `json:"version"`
-				} `json:"appends"`
-			}
-			interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, e.dir, p)
-			if len(rep.Appends) != 1 || rep.Appends[0].Version != e.tb.State().Version+1 {
+			if rep := refAppendRows(t, e.dir, inBatch(e.mem, compactRowsOf(8)...)); len(rep.Appends) != 1 || rep.Appends[0].Version != e.tb.State().Version+1 {
 				t.Fatalf("0.9.0 append: %+v", rep)
 			}
 			interop(t, &q, "query", e.dir, "SELECT count(*) AS n FROM t")
