@@ -214,10 +214,7 @@ func TestStreamedAppendEncodeErrorFails(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	fsys := storage.NewMem()
-	streamTable(t, fsys, mem)
-	tb := mustOpen(t, fsys, nil)
-	before := memFiles(t, fsys)
+	fsys, tb, before := openStreamTable(t, mem)
 	boom := errors.New("encoder on fire")
 	n := 0
 	testHookEncoded = func() error {
@@ -266,10 +263,7 @@ func (c *cancelAfter) Next() bool {
 func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	fsys := storage.NewMem()
-	streamTable(t, fsys, mem)
-	tb := mustOpen(t, fsys, nil)
-	before := memFiles(t, fsys)
+	fsys, tb, before := openStreamTable(t, mem)
 	// A slow encoding: the cancellation arrives while one is in flight.
 	testHookEncoded = func() error { time.Sleep(100 * time.Millisecond); return nil }
 	defer func() { testHookEncoded = nil }()
@@ -340,4 +334,13 @@ func TestAppendCheckOnly(t *testing.T) {
 	if !slices.Equal(after, before) || e.tb.State().Version != 2 {
 		t.Fatalf("checks changed the files %v -> %v (version %d)", before, after, e.tb.State().Version)
 	}
+}
+
+// openStreamTable writes streamTable into a new MemFS and opens it; before
+// lists its files.
+func openStreamTable(t *testing.T, mem memory.Allocator) (fsys *storage.MemFS, tb *Table, before []string) {
+	t.Helper()
+	fsys = storage.NewMem()
+	streamTable(t, fsys, mem)
+	return fsys, mustOpen(t, fsys, nil), memFiles(t, fsys)
 }

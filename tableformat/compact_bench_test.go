@@ -38,18 +38,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 			opts.Entities = map[string]EntityValue{"host": {Type: EntityUtf8, Str: "h3"}}
 		}
 		for range b.N {
-			rdr, err := tb.Scan(ctx, nil, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n := 0
-			for rdr.Next() {
-				n += int(rdr.RecordBatch().NumRows())
-			}
-			if err := rdr.Err(); err != nil {
-				b.Fatal(err)
-			}
-			rdr.Release()
+			n := int(scanCount(b, tb, opts))
 			want := appends * steps * compactHosts
 			if entity {
 				want /= compactHosts

@@ -67,14 +67,8 @@ func compactOpts(mem memory.Allocator) *CompactOptions {
 // sorted.
 func tableRows(t *testing.T, ctx context.Context, tb *Table, st *State, mem memory.Allocator) []string {
 	t.Helper()
-	rdr, err := tb.Scan(ctx, st, ScanOptions{Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, ctx, tb, st, ScanOptions{Alloc: mem}, func(rec arrow.RecordBatch) {
 		for i := range int(rec.NumRows()) {
 			parts := make([]string, rec.NumCols())
 			for c := range parts {
@@ -82,10 +76,7 @@ func tableRows(t *testing.T, ctx context.Context, tb *Table, st *State, mem memo
 			}
 			out = append(out, strings.Join(parts, "|"))
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	slices.Sort(out)
 	return out
 }

@@ -108,14 +108,8 @@ func wantRowsJSON(t *testing.T, what string, tb *Table, mem memory.Allocator, ex
 
 func rowsJSON(t *testing.T, tb *Table, mem memory.Allocator) []string {
 	t.Helper()
-	rdr, err := tb.Scan(context.Background(), tb.State(), ScanOptions{Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, context.Background(), tb, tb.State(), ScanOptions{Alloc: mem}, func(rec arrow.RecordBatch) {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := map[string]any{}
 			for c, f := range rec.Schema().Fields() {
@@ -127,10 +121,7 @@ func rowsJSON(t *testing.T, tb *Table, mem memory.Allocator) []string {
 			}
 			out = append(out, string(b))
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	sort.Strings(out)
 	return out
 }

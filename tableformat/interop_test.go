@@ -377,14 +377,8 @@ func shiftBatch(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch, c int
 // of an int64 column.
 func scanCountSum(t *testing.T, tb *Table, mem memory.Allocator, column string) (int64, int64) {
 	t.Helper()
-	rdr, err := tb.Scan(context.Background(), tb.State(), ScanOptions{Columns: []string{column}, Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var n, s int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, context.Background(), tb, tb.State(), ScanOptions{Columns: []string{column}, Alloc: mem}, func(rec arrow.RecordBatch) {
 		n += rec.NumRows()
 		col := rec.Column(0).(*array.Int64)
 		for i := 0; i < col.Len(); i++ {
@@ -392,9 +386,6 @@ func scanCountSum(t *testing.T, tb *Table, mem memory.Allocator, column string) 
 				s += col.Value(i)
 			}
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return n, s
 }

@@ -33,11 +33,6 @@ func renderRows(rec arrow.RecordBatch) []string {
 // row: what the last-value index must hold, sorted by identity.
 func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string {
 	t.Helper()
-	rdr, err := tb.Scan(ctx, st, ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	type best struct {
 		id   coverage.Identity
 		s    int64
@@ -46,8 +41,7 @@ func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string
 	}
 	ix := st.Index()
 	newest := map[string]best{}
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, ctx, tb, st, ScanOptions{}, func(rec arrow.RecordBatch) {
 		lines := renderRows(rec)
 		sv, uv := indexInts(rec.Column(rec.Schema().FieldIndices(ix.Column)[0]))
 		cols := make([]arrow.Array, len(ix.EntityColumns))
@@ -69,10 +63,7 @@ func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string
 				newest[id.Key()] = b
 			}
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	all := make([]best, 0, len(newest))
 	for _, b := range newest {
 		all = append(all, b)

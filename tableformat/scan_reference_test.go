@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -118,16 +119,10 @@ type scTableSummary struct {
 // nulls and collects utf8 values (sorted).
 func scanSummary(t *testing.T, tb *Table, opts ScanOptions) scTableSummary {
 	t.Helper()
-	rr, err := tb.Scan(context.Background(), nil, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
 	out := scTableSummary{Columns: map[string]*scColumnSummary{}}
 	sums := map[string]*big.Int{}
 	fsums := map[string]float64{}
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	scanEach(t, context.Background(), tb, nil, opts, func(rec arrow.RecordBatch) {
 		out.Rows += uint64(rec.NumRows())
 		for c, fl := range rec.Schema().Fields() {
 			col := rec.Column(c)
@@ -162,10 +157,7 @@ func scanSummary(t *testing.T, tb *Table, opts ScanOptions) scTableSummary {
 				}
 			}
 		}
-	}
-	if err := rr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for name, cs := range out.Columns {
 		if cs.IsFloat {
 			cs.Sum = strconv.FormatFloat(fsums[name], 'g', -1, 64)

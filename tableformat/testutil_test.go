@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -91,6 +93,23 @@ func (g *peakGauge) add(n int64) {
 		if v <= old || g.peak.CompareAndSwap(old, v) {
 			return
 		}
+	}
+}
+
+// scanEach scans st (nil: the newest) of tb with opts and calls fn with
+// each batch; the batch is the scan's, valid until fn returns.
+func scanEach(t testing.TB, ctx context.Context, tb *Table, st *State, opts ScanOptions, fn func(rec arrow.RecordBatch)) {
+	t.Helper()
+	rdr, err := tb.Scan(ctx, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+		fn(rdr.RecordBatch())
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 
