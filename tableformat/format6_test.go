@@ -192,16 +192,9 @@ func treeDigests(t *testing.T, root string) map[string]string {
 
 func sameDigests(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
-	for p, d := range want {
-		if got[p] != d {
-			t.Errorf("%s: %s changed or vanished", what, p)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: %s appeared", what, p)
-		}
-	}
+	diffMaps(got, want,
+		func(p string) { t.Errorf("%s: %s changed or vanished", what, p) },
+		func(p string) { t.Errorf("%s: %s appeared", what, p) })
 }
 
 // Every format-6 fixture opens read-only: the version the package

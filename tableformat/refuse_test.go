@@ -70,18 +70,12 @@ func dirSnapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// sameSnapshot lists the files that differ between snapshots a and b,
+// sorted and joined by ", "; "" when there are none.
 func sameSnapshot(a, b map[string]string) string {
 	var diffs []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			diffs = append(diffs, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diffs = append(diffs, k)
-		}
-	}
+	add := func(p string) { diffs = append(diffs, p) }
+	diffMaps(b, a, add, add)
 	sort.Strings(diffs)
 	return strings.Join(diffs, ", ")
 }

@@ -21,11 +21,11 @@ func TestRollbackCancelled(t *testing.T) {
 	e, target := rollbackEnv(t, false)
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	if rep, err := e.tb.Rollback(ctx, target, nil); !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("cancelled: %+v %v", rep, err)
 	}
-	sameHashes(t, "cancelled rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "cancelled rollback", before, treeDigests(t, e.dir))
 }
 
 // TestRollbackStorageErrors: a stat that fails (not "does not exist") on
@@ -45,12 +45,12 @@ func TestRollbackStorageErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			ffs.Inject(storage.Fault{Op: storage.OpStat, Match: func(n string) bool { return n == p }, Err: errors.New("EIO")})
-			before := dirHashes(t, e.dir)
+			before := treeDigests(t, e.dir)
 			rep, err := tb.Rollback(e.ctx, target, nil)
 			if !errors.Is(err, ErrStorage) || rep != nil || !strings.Contains(err.Error(), "stat "+p) {
 				t.Fatalf("stat of the %s fails: %+v %v", which, rep, err)
 			}
-			sameHashes(t, "rollback over a failing stat", before, dirHashes(t, e.dir))
+			sameHashes(t, "rollback over a failing stat", before, treeDigests(t, e.dir))
 		})
 	}
 }

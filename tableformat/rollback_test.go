@@ -9,11 +9,8 @@
 package tableformat
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,29 +22,6 @@ import (
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
-
-// dirHashes maps every file under dir to the SHA-256 of its bytes.
-func dirHashes(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // refAppendReport is what interop.py says of the appends it made.
 type refAppendReport struct {
@@ -71,16 +45,9 @@ func refAppendRows(t *testing.T, dir string, rec arrow.RecordBatch) refAppendRep
 // sameHashes fails when the directory's files changed since before.
 func sameHashes(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
-	for p, h := range after {
-		if before[p] != h {
-			t.Errorf("%s: %s was written", what, p)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: %s was removed", what, p)
-		}
-	}
+	diffMaps(before, after,
+		func(p string) { t.Errorf("%s: %s was written", what, p) },
+		func(p string) { t.Errorf("%s: %s was removed", what, p) })
 }
 
 // rollbackEnv builds the history of the tests: appends 0-3 (version
@@ -228,7 +195,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 // TestRollbackDryRun: the report of the commit, and no byte written.
 func TestRollbackDryRun(t *testing.T) {
 	e, target := rollbackEnv(t, false)
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	st := e.tb.State()
 	rep, err := e.tb.Rollback(e.ctx, target, &RollbackOptions{DryRun: true})
 	if err != nil {
@@ -238,7 +205,7 @@ func TestRollbackDryRun(t *testing.T) {
 		rep.RowsBefore != 90 || rep.RowsAfter != 40 || rep.Coverage != unionCoveragePath {
 		t.Fatalf("dry run: %+v", rep)
 	}
-	sameHashes(t, "dry run", before, dirHashes(t, e.dir))
+	sameHashes(t, "dry run", before, treeDigests(t, e.dir))
 	if v := e.tb.State().Version; v != st.Version {
 		t.Fatalf("dry run moved the handle to %d", v)
 	}
@@ -258,19 +225,19 @@ func TestRollbackNoOp(t *testing.T) {
 	if _, err := e.tb.SetProperties(e.ctx, v, map[string]string{"owner": "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	rep, err := e.tb.Rollback(e.ctx, v, nil)
 	if err != nil || !rep.NoOp || rep.CommittedVersion != 0 || len(rep.Removed)+len(rep.Added) != 0 || rep.RowsBefore != 10 || rep.RowsAfter != 10 {
 		t.Fatalf("no-op rollback: %+v %v", rep, err)
 	}
-	sameHashes(t, "no-op rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "no-op rollback", before, treeDigests(t, e.dir))
 }
 
 // wantRefused runs a rollback that must fail with category cat and every
 // fragment in its message, and checks that nothing was written.
 func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags ...string) {
 	t.Helper()
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	v := e.tb.State().Version
 	for _, dry := range []bool{true, false} {
 		rep, err := e.tb.Rollback(e.ctx, version, &RollbackOptions{DryRun: dry})
@@ -283,7 +250,7 @@ func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags
 			}
 		}
 	}
-	sameHashes(t, "refused rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "refused rollback", before, treeDigests(t, e.dir))
 	if st, err := e.tb.Refresh(e.ctx); err != nil || st.Version != v {
 		t.Fatalf("after the refusal: %v %v", st, err)
 	}

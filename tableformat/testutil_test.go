@@ -113,6 +113,21 @@ func scanEach(t testing.TB, ctx context.Context, tb *Table, st *State, opts Scan
 	}
 }
 
+// diffMaps calls changed(k) for each key of after whose value before lacks
+// or holds otherwise, and gone(k) for each key of before that after lacks.
+func diffMaps(before, after map[string]string, changed, gone func(k string)) {
+	for k, v := range after {
+		if w, ok := before[k]; !ok || w != v {
+			changed(k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			gone(k)
+		}
+	}
+}
+
 // walkFiles calls fn with the path and content of every file under root.
 func walkFiles(t *testing.T, root string, fn func(p string, data []byte)) {
 	t.Helper()
