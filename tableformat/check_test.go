@@ -533,11 +533,7 @@ func TestCheckSwappedSegmentSameShape(t *testing.T) {
 // snapshot the union of them. Check only reads.
 func TestCheckReferenceTables(t *testing.T) {
 	for _, set := range referenceSets(t) {
-		files, err := filepath.Glob(filepath.Join(set, "*.expected.json"))
-		if err != nil || len(files) < 7 {
-			t.Fatalf("%s: found %d expected files (%v)", set, len(files), err)
-		}
-		for _, f := range files {
+		for _, f := range referenceExpected(t, set) {
 			dir := strings.TrimSuffix(f, ".expected.json")
 			before := dirSnapshot(t, dir)
 			rep, err := Check(context.Background(), storage.Local(dir), CheckOptions{Options: &Options{ReadOnly: true}})

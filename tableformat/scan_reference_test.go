@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/big"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -39,14 +38,7 @@ func TestScanReferenceTables(t *testing.T) {
 		for _, file := range files {
 			name := strings.TrimSuffix(filepath.Base(file), ".expected.json")
 			t.Run(name, func(t *testing.T) {
-				raw, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want expectedTable
-				if err := json.Unmarshal(raw, &want); err != nil {
-					t.Fatal(err)
-				}
+				want := readExpected(t, file)
 				dir := filepath.Join(set, name)
 				tb := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 				var rows uint64
