@@ -318,21 +318,9 @@ func TestAppendWidenings(t *testing.T) {
 			rdr.Release()
 			b := array.NewRecordBuilder(e.mem, narrow)
 			b.Field(0).(*array.Int64Builder).Append(2)
-			switch v := c.value.(type) {
-			case int8:
-				b.Field(1).(*array.Int8Builder).Append(v)
-			case int16:
-				b.Field(1).(*array.Int16Builder).Append(v)
-			case int32:
-				b.Field(1).(*array.Int32Builder).Append(v)
-			case uint8:
-				b.Field(1).(*array.Uint8Builder).Append(v)
-			case uint16:
-				b.Field(1).(*array.Uint16Builder).Append(v)
-			case uint32:
-				b.Field(1).(*array.Uint32Builder).Append(v)
-			case float32:
-				b.Field(1).(*array.Float32Builder).Append(v)
+			// The narrow value, as its builder parses it from its text.
+			if err := b.Field(1).AppendValueFromString(fmt.Sprint(c.value)); err != nil {
+				t.Fatal(err)
 			}
 			b.Field(0).(*array.Int64Builder).Append(3)
 			b.Field(1).AppendNull()

@@ -43,6 +43,15 @@ func appendSmall(t *testing.T, ctx context.Context, tb *Table, mem memory.Alloca
 	}
 }
 
+// newCompactEnv makes an append env of tsIndex holding appends [0, n)
+// (compactRowsOf) and returns it with its context.
+func newCompactEnv(t *testing.T, n int) (*appendEnv, context.Context) {
+	t.Helper()
+	e := newAppendEnv(t, tsIndex())
+	appendSmall(t, e.ctx, e.tb, e.mem, 0, n)
+	return e, e.ctx
+}
+
 func appendRows(ctx context.Context, tb *Table, mem memory.Allocator, rows []row) (*AppendResult, error) {
 	rec := inBatch(mem, rows...)
 	rdr, err := array.NewRecordReader(inSchema(), []arrow.RecordBatch{rec})

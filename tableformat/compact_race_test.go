@@ -24,9 +24,7 @@ func withCompactHook(t *testing.T, h func(retry int)) {
 // between the compaction's plan and its commit make it retry on the new
 // version; the appends keep their rows, and nothing is lost or doubled.
 func TestCompactRebasesOnAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
+	e, ctx := newCompactEnv(t, 20)
 	other := mustOpen(t, storage.Local(e.dir), nil)
 	next := 20
 	withCompactHook(t, func(retry int) {
@@ -53,9 +51,7 @@ func TestCompactRebasesOnAppends(t *testing.T) {
 // throughout repeated compactions; every append succeeds and every row is
 // there exactly once.
 func TestCompactWithConcurrentAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 10)
+	e, ctx := newCompactEnv(t, 10)
 	other := mustOpen(t, storage.Local(e.dir), nil)
 	const total = 80
 	done := make(chan error, 1)
@@ -117,9 +113,7 @@ loop:
 // segments first; this one drops its group (and removes its files) and
 // commits nothing, or commits the groups that are still whole.
 func TestCompactLosesToAnotherCompaction(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
+	e, ctx := newCompactEnv(t, 20)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
 	other := mustOpen(t, storage.Local(e.dir), nil)
 	var largest uint64

@@ -21,9 +21,7 @@ import (
 // by (entity, index) in bounded row groups; the table checks clean and
 // takes more appends; a second call has nothing to do.
 func TestCompactMergesSmallAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 200)
+	e, ctx := newCompactEnv(t, 200)
 	before := e.tb.State()
 	if len(before.Segments) != 200 {
 		t.Fatalf("%d segments before", len(before.Segments))
@@ -147,9 +145,7 @@ func TestCompactMergesSmallAppends(t *testing.T) {
 // packed, in index order, into contiguous groups of at most TargetBytes;
 // MaxGroups and MaxBytes bound a call and Remaining says what is left.
 func TestCompactGroupsByIndexWindow(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 40)
+	e, ctx := newCompactEnv(t, 40)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
 	sizes := map[string]uint64{}
 	var largest uint64
@@ -215,9 +211,7 @@ func TestCompactGroupsByIndexWindow(t *testing.T) {
 // written as several outputs, each verified; their coverage together
 // equals the sources'.
 func TestCompactRollsOutputs(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 60)
+	e, ctx := newCompactEnv(t, 60)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
 	o, err := compactOpts(e.mem).resolve()
 	if err != nil {
@@ -298,9 +292,7 @@ func TestCompactDryRun(t *testing.T) {
 // TestCompactAfterAddColumns: segments written before add_columns are
 // merged with later ones; their rows read null in the new column.
 func TestCompactAfterAddColumns(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 10)
+	e, ctx := newCompactEnv(t, 10)
 	if _, err := e.tb.AddColumns(ctx, []Field{{Name: "extra", Type: DataType{Kind: TypeFloat64}, Nullable: true}}); err != nil {
 		t.Fatal(err)
 	}
