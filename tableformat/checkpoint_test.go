@@ -96,6 +96,18 @@ func ckSame(t testing.TB, what string, got, want *State) {
 // one-segment commits of every layout and optional field, removals, a
 // column added half way (schema_add_columns), coverage pointers. Its
 // handle writes no checkpoints.
+// ckCheckpointedLog is a MemFS holding ckVariedLog of n commits and the
+// checkpoints of versions at.
+func ckCheckpointedLog(t testing.TB, n int, at ...uint64) *storage.MemFS {
+	t.Helper()
+	fsys := storage.NewMem()
+	ckVariedLog(t, fsys, n)
+	for _, v := range at {
+		ckWrite(t, fsys, v)
+	}
+	return fsys
+}
+
 func ckVariedLog(t testing.TB, fsys storage.FS, n int) *Table {
 	t.Helper()
 	ctx := context.Background()
@@ -637,11 +649,7 @@ func TestCheckpointStaleAfterReplace(t *testing.T) {
 // the log, and those whose version now holds another commit, are ignored.
 func TestCheckpointNewerThanLog(t *testing.T) {
 	ctx := context.Background()
-	fsys := storage.NewMem()
-	ckVariedLog(t, fsys, 30)
-	for _, v := range []uint64{10, 20, 30} {
-		ckWrite(t, fsys, v)
-	}
+	fsys := ckCheckpointedLog(t, 30, 10, 20, 30)
 	rewind := func(to uint64, from uint64) {
 		for v := to + 1; v <= from; v++ {
 			if err := fsys.Remove(CommitPath(v)); err != nil {
@@ -765,11 +773,7 @@ func TestCheckpointUnreadable(t *testing.T) {
 // the state replayed from commit 1.
 func TestCheckpointStateAt(t *testing.T) {
 	ctx := context.Background()
-	fsys := storage.NewMem()
-	ckVariedLog(t, fsys, 250)
-	for _, v := range []uint64{100, 200} {
-		ckWrite(t, fsys, v)
-	}
+	fsys := ckCheckpointedLog(t, 250, 100, 200)
 	tb := mustOpen(t, fsys, ckOptions(nil))
 	ckSame(t, "open", tb.State(), ckFull(t, fsys, 250))
 	for _, v := range []uint64{150, 1, 50, 99, 100, 101, 199, 200, 201, 249, 120} {

@@ -190,11 +190,7 @@ func TestCheckpointPrune(t *testing.T) {
 // and the table opens with the state of a full replay.
 func TestCheckpointWriteFaults(t *testing.T) {
 	ctx := context.Background()
-	base := storage.NewMem()
-	ckVariedLog(t, base, 11)
-	for _, v := range []uint64{4, 6, 8} {
-		ckWrite(t, base, v)
-	}
+	base := ckCheckpointedLog(t, 11, 4, 6, 8)
 	ckPut(t, base, checkpointPath(20), []byte("stale junk above")) // makes pruning open a header
 	eio := errors.New("no space left on device")
 	inCk := func(n string) bool { return strings.HasPrefix(n, checkpointDir) }
