@@ -42,6 +42,13 @@ func ckOptions(buf *lockedBuffer) *Options {
 }
 
 // ckStore is a logStore on fsys, as a fresh handle has.
+// ckEvery is ckOptions(buf) with a checkpoint every n commits.
+func ckEvery(buf *lockedBuffer, n int) *Options {
+	o := ckOptions(buf)
+	o.CheckpointInterval = n
+	return o
+}
+
 func ckStore(fsys storage.FS, buf *lockedBuffer) *logStore {
 	return &logStore{fs: fsys, opts: ckOptions(buf)}
 }

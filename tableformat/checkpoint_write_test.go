@@ -76,8 +76,7 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{0, -3} {
 		fsys := storage.NewMem()
-		opts := ckOptions(nil)
-		opts.CheckpointInterval = n
+		opts := ckEvery(nil, n)
 		tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
 		for i := range 12 {
 			ckCommitAndCheckpoint(t, tb, fmt.Sprint(i))
@@ -90,8 +89,7 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	fsys := storage.NewMem()
 	ckVariedLog(t, fsys, 9) // by a handle that writes none
 	f := storage.NewFaultFS(fsys)
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 4
+	opts := ckEvery(nil, 4)
 	tb := mustOpen(t, f, opts)
 	var got [][]uint64
 	for v := 10; v <= 17; v++ {
@@ -242,8 +240,7 @@ func TestCheckpointWriteFaults(t *testing.T) {
 			st12 := ckCommit("twelve")
 			f := storage.NewFaultFS(mem)
 			buf := &lockedBuffer{}
-			opts := ckOptions(buf)
-			opts.CheckpointInterval = 12
+			opts := ckEvery(buf, 12)
 			tb := mustOpen(t, f, opts)
 			mark := len(buf.String()) // the open warns about the junk checkpoint
 			c.fault.Err = eio
@@ -371,8 +368,7 @@ func TestCheckpointSelfCheckRefuses(t *testing.T) {
 				t.Fatalf("write: %v, want %q", err, c.want)
 			}
 			buf := &lockedBuffer{}
-			opts := ckOptions(buf)
-			opts.CheckpointInterval = 1
+			opts := ckEvery(buf, 1)
 			tb := mustOpen(t, fsys, opts)
 			if c.st.Version == 0 {
 				c.st.Version = 13 // not the handle's, but due
@@ -409,8 +405,7 @@ func appendOne(t testing.TB, tb *Table, sec int64) {
 func TestCheckpointCoverageSection(t *testing.T) {
 	ctx := context.Background()
 	fsys := storage.NewMem()
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 3
+	opts := ckEvery(nil, 3)
 	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
 	for i := range int64(10) {
 		appendOne(t, tb, i*10)
@@ -488,8 +483,7 @@ func ckEqual(a, b *State) bool {
 func TestCheckpointConcurrentReadersAndWriters(t *testing.T) {
 	ctx := context.Background()
 	fsys := storage.NewMem()
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 1
+	opts := ckEvery(nil, 1)
 	w1 := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
 	w2 := mustOpen(t, fsys, opts)
 	const commits = 60
@@ -585,8 +579,7 @@ func TestCheckpointWriteCorners(t *testing.T) {
 	}
 
 	f2 := storage.NewFaultFS(fsys)
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 5
+	opts := ckEvery(nil, 5)
 	tb := mustOpen(t, f2, opts)
 	st := tb.State()
 	before := len(f2.Trace())
