@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -54,14 +52,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 			if !slices.Equal(segsAfter, segsBefore) || st.Meta.NeedsUpgrade() {
 				t.Fatalf("after the rollback: segments %v, want %v; needs upgrade %v", segsAfter, segsBefore, st.Meta.NeedsUpgrade())
 			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := expectedRowsJSON(t, want)
-			wantRowsJSON(t, "rows after the rollback", tb, mem, exp)
-			if py == "" {
-				return
-			}
-			py09Reads(t, py, dir, st.Version, exp)
+			wantFixtureRows(t, "rows after the rollback", tb, want, py, dir, st.Version)
 		})
 	}
 	if rolled == 0 {

@@ -55,6 +55,20 @@ func py09(t *testing.T, py string, out any, args ...string) {
 // rowLines renders rows (from JSON) as rowsJSON does.
 // py09Reads checks that the 0.9.0 package reads table dir at version
 // with the rows exp (as rowLines writes them).
+// wantFixtureRows checks that tb holds the fixture's rows (read with a
+// checked allocator) and, when py is set, that the 0.9.0 package reads the
+// same at version; what says when.
+func wantFixtureRows(t *testing.T, what string, tb *Table, want *format6Expected, py, dir string, version uint64) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	exp := expectedRowsJSON(t, want)
+	wantRowsJSON(t, what, tb, mem, exp)
+	if py != "" {
+		py09Reads(t, py, dir, version, exp)
+	}
+}
+
 func py09Reads(t *testing.T, py, dir string, version uint64, exp []string) {
 	t.Helper()
 	var res struct {
@@ -166,14 +180,12 @@ func TestUpgradeFormat6(t *testing.T) {
 			} else if rep.Steps[2].State != "not-needed" {
 				t.Fatalf("last-values step %+v", rep.Steps[2])
 			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := expectedRowsJSON(t, want)
-			wantRowsJSON(t, "rows after upgrade", tb, mem, exp)
+			wantFixtureRows(t, "rows after upgrade", tb, want, py, dir, st.Version)
 			if py == "" {
 				return
 			}
-			py09Reads(t, py, dir, st.Version, exp)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
 			row := newRowFor(name)
 			rowJSON, _ := json.Marshal(row)
 			var app struct {
