@@ -335,26 +335,27 @@ func TestCompactSpillFailures(t *testing.T) {
 		}
 		unchanged(t, e, before, v, spill)
 	})
-	t.Run("spill write fails", func(t *testing.T) {
-		e, tb, _, before, v := setup(t)
-		spill := t.TempDir()
-		hook(t, &testHookSpillWrite, 2)
-		_, err := compact(e.ctx, e, tb, spill)
-		if !errors.Is(err, ErrStorage) || !errors.Is(err, injected) || !strings.Contains(err.Error(), "write a compaction spill file") {
-			t.Fatalf("got %v", err)
-		}
-		unchanged(t, e, before, v, spill)
-	})
-	t.Run("spill read fails", func(t *testing.T) {
-		e, tb, _, before, v := setup(t)
-		spill := t.TempDir()
-		hook(t, &testHookSpillRead, 1)
-		_, err := compact(e.ctx, e, tb, spill)
-		if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "read a compaction spill file") {
-			t.Fatalf("got %v", err)
-		}
-		unchanged(t, e, before, v, spill)
-	})
+	for _, c := range []struct {
+		name  string
+		hook  *func() error
+		after int    // calls that succeed before the hook fails
+		msg   string // what the error must say
+		cause bool   // the injected error must be in the chain
+	}{
+		{"spill write fails", &testHookSpillWrite, 2, "write a compaction spill file", true},
+		{"spill read fails", &testHookSpillRead, 1, "read a compaction spill file", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, tb, _, before, v := setup(t)
+			spill := t.TempDir()
+			hook(t, c.hook, c.after)
+			_, err := compact(e.ctx, e, tb, spill)
+			if !errors.Is(err, ErrStorage) || (c.cause && !errors.Is(err, injected)) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("got %v", err)
+			}
+			unchanged(t, e, before, v, spill)
+		})
+	}
 	t.Run("cancelled after a spill", func(t *testing.T) {
 		e, tb, _, before, v := setup(t)
 		spill := t.TempDir()
