@@ -16,7 +16,6 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -187,22 +186,7 @@ func ckOpen(t testing.TB, fsys storage.FS, buf *lockedBuffer) (*State, uint64) {
 // ckPut replaces the file name in fsys by data (damage done from outside).
 func ckPut(t testing.TB, fsys storage.FS, name string, data []byte) {
 	t.Helper()
-	f, err := fsys.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.SyncDir(path.Dir(name)); err != nil {
-		t.Fatal(err)
-	}
+	writeFSFile(t, fsys, name, data, true)
 }
 
 // The state from a checkpoint plus the commits after it equals the state

@@ -192,9 +192,7 @@ func treeDigests(t *testing.T, root string) map[string]string {
 
 func sameDigests(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
-	diffMaps(got, want,
-		func(p string) { t.Errorf("%s: %s changed or vanished", what, p) },
-		func(p string) { t.Errorf("%s: %s appeared", what, p) })
+	reportDiff(t, what, got, want, "changed or vanished", "appeared")
 }
 
 // Every format-6 fixture opens read-only: the version the package

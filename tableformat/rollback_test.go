@@ -45,9 +45,7 @@ func refAppendRows(t *testing.T, dir string, rec arrow.RecordBatch) refAppendRep
 // sameHashes fails when the directory's files changed since before.
 func sameHashes(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
-	diffMaps(before, after,
-		func(p string) { t.Errorf("%s: %s was written", what, p) },
-		func(p string) { t.Errorf("%s: %s was removed", what, p) })
+	reportDiff(t, what, before, after, "was written", "was removed")
 }
 
 // rollbackEnv builds the history of the tests: appends 0-3 (version

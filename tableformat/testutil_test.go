@@ -128,6 +128,15 @@ func diffMaps(before, after map[string]string, changed, gone func(k string)) {
 	}
 }
 
+// reportDiff fails the test with "<what>: <key> <changed>" for each key
+// diffMaps finds changed and "<what>: <key> <gone>" for each it finds gone.
+func reportDiff(t *testing.T, what string, before, after map[string]string, changed, gone string) {
+	t.Helper()
+	diffMaps(before, after,
+		func(k string) { t.Errorf("%s: %s %s", what, k, changed) },
+		func(k string) { t.Errorf("%s: %s %s", what, k, gone) })
+}
+
 // walkFiles calls fn with the path and content of every file under root.
 func walkFiles(t *testing.T, root string, fn func(p string, data []byte)) {
 	t.Helper()
@@ -144,6 +153,32 @@ func walkFiles(t *testing.T, root string, fn func(p string, data []byte)) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeFSFile creates name in fsys with data; durable syncs the file and
+// its directory too.
+func writeFSFile(t testing.TB, fsys storage.FS, name string, data []byte, durable bool) {
+	t.Helper()
+	f, err := fsys.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if durable {
+		if err := fsys.SyncDir(path.Dir(name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
