@@ -115,15 +115,21 @@ func rowsJSON(t *testing.T, tb *Table, mem memory.Allocator) []string {
 			for c, f := range rec.Schema().Fields() {
 				row[f.Name] = cellValue(t, rec.Column(c), i)
 			}
-			b, err := json.Marshal(row)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, string(b))
+			out = append(out, jsonLine(t, row))
 		}
 	})
 	sort.Strings(out)
 	return out
+}
+
+// jsonLine is row encoded as one line of JSON (keys sorted).
+func jsonLine(t *testing.T, row map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func cellValue(t *testing.T, col arrow.Array, i int) any {
@@ -168,11 +174,7 @@ func expectedRowsJSON(t *testing.T, want *format6Expected) []string {
 			}
 			row[k] = v
 		}
-		b, err := json.Marshal(row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, string(b))
+		out = append(out, jsonLine(t, row))
 	}
 	sort.Strings(out)
 	return out
