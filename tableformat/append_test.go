@@ -100,6 +100,16 @@ func (e *appendEnv) append(rows ...row) (*AppendResult, error) {
 	return e.tb.Append(e.ctx, rdr, e.opts())
 }
 
+// mustAppend appends rows and fails t if the append fails.
+func (e *appendEnv) mustAppend(t *testing.T, rows ...row) *AppendResult {
+	t.Helper()
+	res, err := e.append(rows...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // files lists every file under the table except the log.
 func (e *appendEnv) dataFiles() []string {
 	var out []string
@@ -143,9 +153,7 @@ func TestAppendAdoptsSchemaInTheSameCommit(t *testing.T) {
 	}
 	// The next append commits its segment alone: the pointer already names
 	// the segment-union marker.
-	if _, err := e.append(row{100, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{100, "h1", 1})
 	if c, err := e.tb.log.readCommit(3); err != nil || len(c.Actions) != 1 || c.Actions[0].ActionName() != "AddSegment" {
 		t.Fatalf("commit 3: %+v %v, want a lone AddSegment", c, err)
 	}
@@ -179,9 +187,7 @@ func TestAppendDuplicateIntervalWithinOneAppend(t *testing.T) {
 
 func TestAppendOverlapAcrossAppends(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 1})
 	before := e.dataFiles()
 	_, err := e.append(row{20, "h1", 1}, row{15, "h1", 2}, row{5, "h2", 3})
 	var oe *OverlapError
@@ -233,9 +239,7 @@ func TestAppendEmptyStream(t *testing.T) {
 // any order, strict nullability, no missing or extra columns.
 func TestAppendSchemaMatching(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	ts := arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}
 	host := arrow.Field{Name: "host", Type: arrow.BinaryTypes.String}
 	v := arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}
@@ -406,9 +410,7 @@ func (c *countingReader) Next() bool { c.nexts++; return c.RecordReader.Next() }
 // Overlapping data fails on the real overlap.
 func TestConcurrentAppendRebases(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	other := mustOpen(t, storage.Local(e.dir), nil)
 	// other commits after e has refreshed but before e commits: simulate by
 	// appending through other while e's handle still holds version 2.
@@ -503,9 +505,7 @@ func TestAppendRefusesOutOfRangeTimestamp(t *testing.T) {
 // be absent, as the reference requires.
 func TestAppendMetadataMustMatch(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h", 1})
 	md := arrow.NewMetadata([]string{"unit"}, []string{"percent"})
 	fields := inSchema().Fields()
 	fields[2].Metadata = md

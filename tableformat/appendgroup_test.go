@@ -255,9 +255,7 @@ func TestGroupCommitBigAppendStreams(t *testing.T) {
 	defer rdr.Release()
 	o := e.opts()
 	o.GroupRows = 100 // the third batch goes over
-	if _, err := e.append(row{5000, "h", 0}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{5000, "h", 0})
 	res, err := e.tb.Append(e.ctx, rdr, o)
 	if err != nil || res.Grouped != 1 || res.Rows != 200 || res.Segment.RowCount != 200 {
 		t.Fatalf("big append: %+v %v", res, err)
@@ -306,9 +304,7 @@ func TestGroupCommitFailedWriteLeavesNothing(t *testing.T) {
 func TestGroupCommitManyWriters(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "w0", 0}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "w0", 0})
 	other := mustOpen(t, storage.Local(e.dir), nil)
 	const writers, puts = 8, 25
 	var wg sync.WaitGroup

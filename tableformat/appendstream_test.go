@@ -308,9 +308,7 @@ func TestAppendCheckOnly(t *testing.T) {
 	if files := e.dataFiles(); len(files) != 0 || e.tb.State().Version != 1 {
 		t.Fatalf("a check wrote %v (version %d)", files, e.tb.State().Version)
 	}
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2})
 	before := e.dataFiles()
 	var oe *OverlapError
 	if _, err := check(row{20, "h1", 1}, row{25, "h1", 2}); !errors.As(err, &oe) || !oe.Within {

@@ -31,12 +31,8 @@ func newCheckEnv(t *testing.T) *checkEnv {
 	t.Helper()
 	e := newAppendEnv(t, tsIndex())
 	e.snapshots = true // the snapshot cases need one; TestCheckUnionMarker checks the marker
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{20, "h1", 4}, row{30, "h2", 5}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3})
+	e.mustAppend(t, row{20, "h1", 4}, row{30, "h2", 5})
 	st := e.tb.State()
 	if st.Version != 3 || len(st.Segments) != 2 || st.Coverage == nil {
 		t.Fatalf("fixture: version %d, %d segments", st.Version, len(st.Segments))
@@ -554,12 +550,8 @@ func TestCheckReferenceTables(t *testing.T) {
 // and appends refuse to run over it until check --repair rewrites it.
 func TestCheckUnionMarker(t *testing.T) {
 	e := &checkEnv{appendEnv: newAppendEnv(t, tsIndex())}
-	if _, err := e.append(row{0, "h1", 1}, row{0, "h2", 2}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{10, "h1", 3}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{0, "h2", 2})
+	e.mustAppend(t, row{10, "h1", 3})
 	if st := e.tb.State(); !st.coverageIsUnion() || st.CoverageVersion != 2 {
 		t.Fatalf("pointer %v at version %d, want the marker from version 2", st.Coverage, st.CoverageVersion)
 	}

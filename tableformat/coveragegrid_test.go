@@ -29,9 +29,7 @@ func gridHoles(t *testing.T) *appendEnv {
 		}
 	}
 	for _, rows := range [][]row{first, second} {
-		if _, err := e.append(rows...); err != nil {
-			t.Fatal(err)
-		}
+		e.mustAppend(t, rows...)
 	}
 	return e
 }

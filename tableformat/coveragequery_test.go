@@ -33,12 +33,8 @@ func coverageTable(t *testing.T) *appendEnv {
 			rows = append(rows, row{i * 10, "h2", i})
 		}
 	}
-	if _, err := e.append(rows[:60]...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(rows[60:]...); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, rows[:60]...)
+	e.mustAppend(t, rows[60:]...)
 	return e
 }
 

@@ -158,16 +158,12 @@ func TestLastValuesFollowTheTable(t *testing.T) {
 func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1}, row{0, "b", 1})
 	p, n, err := e.tb.PersistLastValues(ctx)
 	if err != nil || n != 2 || p != LastValuesPath(e.tb.State().Version) {
 		t.Fatalf("persist: %q %d %v", p, n, err)
 	}
-	if _, err := e.append(row{10, "a", 2}, row{30, "c", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{10, "a", 2}, row{30, "c", 1})
 	// A new handle starts from the persisted index and catches up.
 	tb2 := mustOpen(t, storage.Local(e.dir), nil)
 	x := tb2.loadLastIndex(ctx, tb2.State())
@@ -204,9 +200,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +226,7 @@ func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
 func TestLastValuesRefusals(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1})
 	for _, c := range []struct {
 		opts LastOptions
 		frag string
@@ -263,15 +255,11 @@ func TestLastValuesRefusals(t *testing.T) {
 func TestCheckLastValues(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1}, row{0, "b", 1})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.append(row{10, "a", 2}, row{10, "b", 2}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{10, "a", 2}, row{10, "b", 2})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -341,9 +329,7 @@ func TestCheckLastValues(t *testing.T) {
 func TestLastValuesConcurrent(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 0}, row{0, "b", 0}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 0}, row{0, "b", 0})
 	done := make(chan struct{})
 	errs := make(chan error, 8)
 	for w := range 4 {
@@ -376,9 +362,7 @@ func TestLastValuesConcurrent(t *testing.T) {
 		}()
 	}
 	for i := 1; i <= 30; i++ {
-		if _, err := e.append(row{int64(i * 10), "a", int64(i)}, row{int64(i * 10), "b", int64(i)}); err != nil {
-			t.Fatal(err)
-		}
+		e.mustAppend(t, row{int64(i * 10), "a", int64(i)}, row{int64(i * 10), "b", int64(i)})
 	}
 	close(done)
 	for range 4 {

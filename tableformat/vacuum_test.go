@@ -110,12 +110,8 @@ func artifact(t *testing.T, rep *VacuumReport, p string) VacuumArtifact {
 // still reads the same and takes the next append.
 func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{20, "h1", 3}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2})
+	e.mustAppend(t, row{20, "h1", 3})
 	left := crashAppend(t, e.tb.FS(), e.mem, row{30, "h1", 4})
 	kinds := map[string]bool{}
 	for _, p := range left {
