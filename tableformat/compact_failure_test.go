@@ -20,8 +20,7 @@ import (
 func TestCompactFailures(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*appendEnv, *storage.FaultFS, *Table) {
-		e := newAppendEnv(t, tsIndex())
-		appendSmall(t, ctx, e.tb, e.mem, 0, 12)
+		e, _ := newCompactEnv(t, 12)
 		ffs, tb := openFaulty(t, storage.Local(e.dir), nil)
 		return e, ffs, tb
 	}

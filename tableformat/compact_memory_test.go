@@ -237,8 +237,7 @@ func testCompactMemoryBound(t *testing.T, bucket time.Duration) {
 // TestCompactMemoryFits: a group that fits its bound is sorted in memory
 // and spills nothing; the report says how much it held.
 func TestCompactMemoryFits(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 50)
+	e, _ := newCompactEnv(t, 50)
 	o := compactOpts(e.mem)
 	o.SpillDir = filepath.Join(t.TempDir(), "missing") // never used
 	rep, err := e.tb.Compact(e.ctx, o)

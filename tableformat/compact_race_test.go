@@ -195,8 +195,7 @@ func TestCompactLosesToAnotherCompaction(t *testing.T) {
 // and leaves nothing, whether it ends before the call or just before the
 // commit.
 func TestCompactCancelled(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 20)
+	e, _ := newCompactEnv(t, 20)
 	v := e.tb.State().Version
 	files := dirSnapshot(t, e.dir)
 	ctx, cancel := context.WithCancel(e.ctx)

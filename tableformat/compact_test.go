@@ -266,8 +266,7 @@ func TestCompactRollsOutputs(t *testing.T) {
 // TestCompactDryRun: a dry run reports the groups and writes and commits
 // nothing.
 func TestCompactDryRun(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 30)
+	e, _ := newCompactEnv(t, 30)
 	v := e.tb.State().Version
 	files := dirSnapshot(t, e.dir)
 	o := compactOpts(e.mem)
@@ -374,8 +373,7 @@ func TestCompactNothingToDo(t *testing.T) {
 // does not count its rows (as when the 0.9.0 package stored rows without
 // an index value) is not a candidate.
 func TestCompactSkipsSegmentsWithoutFullCoverage(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 3)
+	e, _ := newCompactEnv(t, 3)
 	st := e.tb.State()
 	// Give the first segment the sidecar of a one-row segment.
 	res, err := appendRows(e.ctx, e.tb, e.mem, []row{{sec: 10_000, host: "h0", v: 1}})
@@ -400,8 +398,7 @@ func TestCompactSkipsSegmentsWithoutFullCoverage(t *testing.T) {
 // TestCompactRefusesOptions: invalid options are ErrInvalidInput naming
 // the field and value, before anything is read.
 func TestCompactRefusesOptions(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 3)
+	e, _ := newCompactEnv(t, 3)
 	cases := []struct {
 		tweak func(*CompactOptions)
 		want  string
