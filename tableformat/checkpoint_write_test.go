@@ -103,10 +103,7 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	}
 	creates := f.CountOps(storage.OpCreateExclusive)
 	tb.maybeCheckpoint(ctx, tb.State()) // 17: not due
-	st16, err := tb.StateAt(ctx, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st16 := mustStateAt(t, tb, 16)
 	tb.maybeCheckpoint(ctx, st16) // already written
 	if f.CountOps(storage.OpCreateExclusive) != creates {
 		t.Fatal("a checkpoint that was not due was written")

@@ -166,10 +166,7 @@ func TestCoverageGridExplicitRange(t *testing.T) {
 // bounds.
 func TestCoverageGridAtVersion(t *testing.T) {
 	e := gridHoles(t)
-	st, err := e.tb.StateAt(e.ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStateAt(t, e.tb, 2)
 	g, err := e.tb.CoverageGrid(e.ctx, st, gridQuery(2, 200))
 	if err != nil {
 		t.Fatal(err)

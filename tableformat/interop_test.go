@@ -301,10 +301,7 @@ func findCoverage(c *Commit) string {
 func compareTableCoverage(t *testing.T, what string, tb *Table, v uint64, theirsRoot, theirsPath string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := tb.StateAt(ctx, v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStateAt(t, tb, v)
 	if !st.coverageIsUnion() {
 		t.Errorf("%s: tsflight's pointer is %v, want the segment-union marker", what, st.Coverage)
 	}

@@ -129,10 +129,7 @@ func TestLastValuesFollowTheTable(t *testing.T) {
 		t.Fatalf("unknown host: %v", got)
 	}
 	// An older version is answered too, without disturbing the newest.
-	old, err := e.tb.StateAt(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustStateAt(t, e.tb, 2)
 	wantLast(t, "an older version", ctx, e.tb, old)
 	wantLast(t, "the newest again", ctx, e.tb, e.tb.State())
 
@@ -279,10 +276,7 @@ func TestCheckLastValues(t *testing.T) {
 		t.Fatalf("clean table: %v", got)
 	}
 	// Version 3's file with version 2's rows (and version 3's metadata).
-	old, err := e.tb.StateAt(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustStateAt(t, e.tb, 2)
 	x2, err := e.tb.lastIndexAt(ctx, old)
 	if err != nil {
 		t.Fatal(err)

@@ -34,10 +34,7 @@ func TestRollbackStorageErrors(t *testing.T) {
 	for _, which := range []string{"segment", "sidecar", "snapshot"} {
 		t.Run(which, func(t *testing.T) {
 			e, target := rollbackEnv(t, true)
-			want, err := e.tb.StateAt(e.ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			p := map[string]string{"segment": want.Segments[1].Path, "sidecar": want.Segments[1].CoveragePath, "snapshot": want.Coverage.Path}[which]
 			ffs := storage.NewFaultFS(storage.Local(e.dir))
 			tb, err := Open(e.ctx, ffs, e.opts)
@@ -59,10 +56,7 @@ func TestRollbackStorageErrors(t *testing.T) {
 // its commit recorded is corruption, named.
 func TestRollbackSegmentChanged(t *testing.T) {
 	e, target := rollbackEnv(t, false)
-	want, err := e.tb.StateAt(e.ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := mustStateAt(t, e.tb, target)
 	seg := want.Segments[3]
 	f, err := os.OpenFile(filepath.Join(e.dir, filepath.FromSlash(seg.Path)), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -104,10 +104,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := e.tb.State()
-			want, err := e.tb.StateAt(ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			wantRemoved := []string{before.Segments[0].Path, before.Segments[1].Path} // the compacted segment, append 8
 			var wantAdded []string
 			for _, s := range want.Segments {
@@ -272,10 +269,7 @@ func TestRollbackRefusesMissingFiles(t *testing.T) {
 	for _, which := range []string{"segment", "coverage sidecar", "table coverage snapshot"} {
 		t.Run(which, func(t *testing.T) {
 			e, target := rollbackEnv(t, true)
-			want, err := e.tb.StateAt(e.ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			p := want.Segments[2].Path
 			switch which {
 			case "coverage sidecar":

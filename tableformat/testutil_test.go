@@ -72,6 +72,16 @@ func mustOpen(t testing.TB, fsys storage.FS, opts *Options) *Table {
 	return tb
 }
 
+// mustStateAt is tb's state at version v, failing the test without it.
+func mustStateAt(t testing.TB, tb *Table, v uint64) *State {
+	t.Helper()
+	st, err := tb.StateAt(context.Background(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // openFaulty wraps fsys in a FaultFS and opens the table through it, so
 // that the test can inject faults into what the handle does next.
 func openFaulty(t testing.TB, fsys storage.FS, opts *Options) (*storage.FaultFS, *Table) {
