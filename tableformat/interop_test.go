@@ -24,20 +24,26 @@ import (
 // interop runs testdata/reference/interop.py and decodes its JSON output.
 func interop(t *testing.T, out any, args ...string) {
 	t.Helper()
-	py := requireReference(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	runPyJSON(t, requireReference(t), filepath.Join("..", "testdata", "reference", "interop.py"), 3*time.Minute, out, args...)
+}
+
+// runPyJSON runs the Python script with args under py, within timeout,
+// and decodes its JSON output into out, integers kept exact.
+func runPyJSON(t *testing.T, py, script string, timeout time.Duration, out any, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("..", "testdata", "reference", "interop.py")}, args...)...)
+	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("interop.py %s: %v\n%s", args[0], err, stderr.String())
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(script), args[0], err, stderr.String())
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber() // keep integers exact
 	if err := dec.Decode(out); err != nil {
-		t.Fatalf("interop.py %s output %q: %v", args[0], b, err)
+		t.Fatalf("%s %s output %q: %v", filepath.Base(script), args[0], b, err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,20 +35,7 @@ func v6Oracle(b []byte) []byte {
 // 0.9.0 and decodes its JSON output ("" py: not installed, skipped).
 func py09(t *testing.T, py string, out any, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("..", "testdata", "format6", "interop09.py")}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("interop09.py %s: %v\n%s", args[0], err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		t.Fatalf("interop09.py output %q: %v", b, err)
-	}
+	runPyJSON(t, py, filepath.Join("..", "testdata", "format6", "interop09.py"), 2*time.Minute, out, args...)
 }
 
 // rowLines renders rows (from JSON) as rowsJSON does.
