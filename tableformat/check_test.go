@@ -439,13 +439,7 @@ func TestCheckNoCoveragePointer(t *testing.T) {
 	seg := st.Segments[0]
 	for _, p := range []string{seg.Path, seg.CoveragePath} {
 		data := (&checkEnv{appendEnv: src.appendEnv}).read(p)
-		full := filepath.Join(e.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, p, data)
 	}
 	m := e.tb.State().Meta.Clone()
 	m.Schema = st.Schema()
@@ -490,13 +484,7 @@ func TestCheckSwappedSegmentSameShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := filepath.Join(e.dir, filepath.FromSlash(to))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, to, data)
 	}
 	copyFile(b.Segment.Path, a.Segment.Path) // b's rows under a's name
 	copyFile(a.Segment.CoveragePath, a.Segment.CoveragePath)

@@ -618,13 +618,7 @@ func TestRetentionVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 			}
 			writeLog(t, dir, "3\n", createOK, commitJSON(2, metaJSON(7, "[]", "[]", testSchema, ""), segJSON(seg)), commitJSON(3, remove))
 			for _, p := range []string{seg, side} {
-				full := filepath.Join(dir, filepath.FromSlash(p))
-				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(full, []byte("PAR1"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				writeTableFile(t, dir, p, []byte("PAR1"))
 			}
 			opts := DefaultOptions()
 			opts.Now = func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }

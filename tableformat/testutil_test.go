@@ -221,17 +221,24 @@ func walkFS(t testing.TB, fsys storage.FS, fn func(name string, data []byte)) {
 	walk(".")
 }
 
+// writeTableFile writes data to the table-relative path p under dir,
+// making its directories.
+func writeTableFile(t *testing.T, dir, p string, data []byte) {
+	t.Helper()
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // copyToDisk writes every file of fsys under dir.
 func copyToDisk(t *testing.T, fsys storage.FS, dir string) {
 	t.Helper()
 	walkFS(t, fsys, func(name string, data []byte) {
-		dst := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, dir, name, data)
 	})
 }
 

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -132,13 +130,7 @@ func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 		LogDir + "/CURRENT.tmp-0123456789abcdef":   "3\n",
 		LogDir + "/_orphaned/0000000009.json.1234": "{",
 	} {
-		full := filepath.Join(e.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, p, []byte(data))
 	}
 	stray := append(append([]string(nil), left...), LogDir+"/CURRENT.tmp-0123456789abcdef")
 	sort.Strings(stray)
@@ -282,13 +274,7 @@ func TestVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 	other := "data/_managed/append/1e8d2b4c-6a1f-4c9e-9d3b-2f1e5a7c8b90.parquet"
 	writeLog(t, dir, "2\n", createOK, commitJSON(2, `{"FutureAction":{"files":[{"path":"`+seg+`"}]}}`))
 	for _, p := range []string{seg, other} {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("PAR1"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, dir, p, []byte("PAR1"))
 	}
 	tb := mustOpen(t, storage.Local(dir), nil)
 	rep, err := tb.Vacuum(context.Background(), &VacuumOptions{OlderThan: time.Now()})
