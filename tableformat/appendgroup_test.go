@@ -274,18 +274,15 @@ func TestGroupCommitFailedWriteLeavesNothing(t *testing.T) {
 	fsys := storage.NewMem()
 	tb := mustCreate(t, fsys)
 	rdr := readerOf(t, inSchema(), inBatch(mem, row{0, "a", 0}))
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb, rdr, mem)
 	before := memFiles(t, fsys)
 	ffs, ft := openFaulty(t, fsys, nil)
 	boom := errors.New("EIO")
 	ffs.Inject(storage.Fault{Op: storage.OpSync, Match: func(n string) bool { return len(n) > len(appendDir) && n[:len(appendDir)] == appendDir }, Err: boom})
 	rdr = readerOf(t, inSchema(), inBatch(mem, row{10, "a", 1}))
 	defer rdr.Release()
+	o := DefaultAppendOptions()
+	o.Alloc = mem
 	if _, err := ft.Append(ctx, rdr, o); !errors.Is(err, ErrStorage) || !errors.Is(err, boom) {
 		t.Fatalf("append with a failing segment fsync: %v", err)
 	}

@@ -41,12 +41,7 @@ func TestCheckpointInterop(t *testing.T) {
 		}
 		later = append(later, shiftBatch(t, mem, rec, c))
 		rdr := readerOf(t, c.schema, rec) // releases rec
-		o := DefaultAppendOptions()
-		o.Alloc = mem
-		if _, err := tb.Append(ctx, rdr, o); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		appendReader(t, ctx, tb, rdr, mem)
 		tb.maybeCheckpoint(ctx, tb.State())
 	}
 	defer func() {
@@ -112,12 +107,7 @@ func TestCheckpointInterop(t *testing.T) {
 	rows += later[2].NumRows()
 	rdr := readerOf(t, c.schema, later[2])
 	later = later[:2]
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb2.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb2, rdr, mem)
 	tb2.maybeCheckpoint(ctx, tb2.State())
 	if vs, _ := ckList(t, storage.Local(dir)); vs[len(vs)-1] != tb2.State().Version {
 		t.Fatalf("checkpoints %v, want one at %d", vs, tb2.State().Version)

@@ -172,12 +172,7 @@ func TestCompactInterop(t *testing.T) {
 				// tsflight appends too, compacts the lot again, and the
 				// package reads it.
 				rdr := readerOf(t, c.schema, c.batch(mem, first+2))
-				o := DefaultAppendOptions()
-				o.Alloc = mem
-				if _, err := tb.Append(ctx, rdr, o); err != nil {
-					t.Fatal(err)
-				}
-				rdr.Release()
+				appendReader(t, ctx, tb, rdr, mem)
 				compact(4)
 				count(first + 3)
 				interop(t, &rep, "append", c.pySpec, dir, ipc(first+3))

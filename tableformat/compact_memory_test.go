@@ -431,12 +431,7 @@ func TestCompactMemoryBoundWide(t *testing.T) {
 		rec := b.NewRecordBatch()
 		b.Release()
 		rdr := readerOf(t, schema, rec)
-		o := DefaultAppendOptions()
-		o.Alloc = mem
-		if _, err := tb.Append(ctx, rdr, o); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		appendReader(t, ctx, tb, rdr, mem)
 	}
 	want := tableRows(t, ctx, tb, nil, mem)
 	const limit = 2 << 20

@@ -272,12 +272,7 @@ func TestPropertiesInterop(t *testing.T) {
 	}()
 	recs[0].Retain()
 	rdr := readerOf(t, c.schema, recs[0])
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb, rdr, mem)
 	if _, err := tb.SetProperties(ctx, 2, map[string]string{PropertyKeepSnapshots: "48h", "owner": "ops"}); err != nil {
 		t.Fatal(err)
 	}

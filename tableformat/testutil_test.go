@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -70,6 +72,18 @@ func mustOpen(t testing.TB, fsys storage.FS, opts *Options) *Table {
 		t.Fatal(err)
 	}
 	return tb
+}
+
+// appendReader appends what rdr reads to tb with the default options and
+// the allocator mem, fails the test if the append fails, and releases rdr.
+func appendReader(t testing.TB, ctx context.Context, tb *Table, rdr array.RecordReader, mem memory.Allocator) {
+	t.Helper()
+	defer rdr.Release()
+	o := DefaultAppendOptions()
+	o.Alloc = mem
+	if _, err := tb.Append(ctx, rdr, o); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mustStateAt is tb's state at version v, failing the test without it.
