@@ -127,13 +127,21 @@ func writeSegmentBytesWith(t *testing.T, batches []arrow.RecordBatch, fast bool,
 	return data
 }
 
+// mixedStringBatches are stringShapes of batches of many sizes (1 row to
+// 70,000), in a checked allocator; they are released, and the allocator
+// checked, when the test ends.
+func mixedStringBatches(t *testing.T) []arrow.RecordBatch {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
+	t.Cleanup(func() { releaseBatches(batches) })
+	return batches
+}
+
 // The fast path writes the very file the dense path writes: same
 // dictionaries, indices, page cuts and statistics.
 func TestStringDictSameFileAsDensePath(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
-	defer releaseBatches(batches)
+	batches := mixedStringBatches(t)
 	for _, c := range []struct {
 		rg    int64
 		codec compress.Compression
@@ -254,10 +262,7 @@ func releaseBatches(batches []arrow.RecordBatch) {
 // that fell back to plain, chunks with nulls, without compression, and row
 // groups cut by rows and by bytes.
 func TestCutPagesSameFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
-	defer releaseBatches(batches)
+	batches := mixedStringBatches(t)
 	for _, c := range []struct {
 		rg, bytes int64
 		codec     compress.Compression
