@@ -18,9 +18,7 @@ func TestAddColumnsErrors(t *testing.T) {
 	if _, err := e.tb.AddColumns(e.ctx, []Field{{Name: "x", Type: f64, Nullable: true}}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "no schema yet") {
 		t.Fatalf("schemaless: %v", err)
 	}
-	if _, err := e.append(row{0, "h", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h", 1})
 	cases := []struct {
 		name   string
 		fields []Field
@@ -49,13 +47,8 @@ func TestAddColumnsErrors(t *testing.T) {
 		})
 	}
 	// A stale handle conflicts.
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{100, "h", 1}); err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
+	e.mustAppend(t, row{100, "h", 1})
 	if _, err := other.AddColumns(e.ctx, []Field{{Name: "x", Type: f64, Nullable: true}}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("stale add-columns: %v, want ErrConflict", err)
 	}
@@ -66,9 +59,7 @@ func TestAddColumnsErrors(t *testing.T) {
 // segments scan as null for it.
 func TestAddColumnsThenAppend(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h", 1})
 	nested := DataType{Kind: TypeStruct, Fields: []Field{{Name: "a", Type: DataType{Kind: TypeInt64}, Nullable: true}}}
 	v, err := e.tb.AddColumns(e.ctx, []Field{{Name: "score", Type: DataType{Kind: TypeFloat64}, Nullable: true}, {Name: "meta", Type: nested, Nullable: true}})
 	if err != nil || v != 3 {

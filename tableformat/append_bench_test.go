@@ -46,6 +46,20 @@ func tsbsSchema() *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
+// appendTSBS appends recs, batches of tsbsSchema, to tb in one append with
+// options o (nil: the defaults); the batches stay the caller's.
+func appendTSBS(t testing.TB, ctx context.Context, tb *Table, recs []arrow.RecordBatch, o *AppendOptions) {
+	t.Helper()
+	rdr, err := array.NewRecordReader(tsbsSchema(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if _, err := tb.Append(ctx, rdr, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func tsbsIndex() IndexSpec {
 	return IndexSpec{Column: "time", EntityColumns: []string{"hostname"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}}
 }
@@ -113,24 +127,14 @@ const (
 func BenchmarkAppendTSBS(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.DefaultAllocator
-	tb, err := Create(ctx, storage.Local(b.TempDir()), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustCreateTable(b, storage.Local(b.TempDir()), CreateOptions{Index: tsbsIndex()}, nil)
 	batches := make([][]arrow.RecordBatch, b.N)
 	for i := range b.N {
 		batches[i] = tsbsBatches(mem, 1, benchHosts, i*benchSteps, benchSteps, 1<<16)
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		rdr, err := array.NewRecordReader(tsbsSchema(), batches[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tb.Append(ctx, rdr, nil); err != nil {
-			b.Fatal(err)
-		}
-		rdr.Release()
+		appendTSBS(b, ctx, tb, batches[i], nil)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*benchHosts*benchSteps)/b.Elapsed().Seconds(), "rows/s")
@@ -175,10 +179,7 @@ func BenchmarkParquetFloorTSBS(b *testing.B) {
 func BenchmarkAppendSmall(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.DefaultAllocator
-	tb, err := Create(ctx, storage.Local(b.TempDir()), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustCreateTable(b, storage.Local(b.TempDir()), CreateOptions{Index: tsbsIndex()}, nil)
 	batches := make([][]arrow.RecordBatch, b.N)
 	for i := range b.N {
 		batches[i] = tsbsBatches(mem, 1, 100, i, 1, 100)
@@ -188,14 +189,7 @@ func BenchmarkAppendSmall(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		rdr, err := array.NewRecordReader(tsbsSchema(), batches[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tb.Append(ctx, rdr, nil); err != nil {
-			b.Fatal(err)
-		}
-		rdr.Release()
+		appendTSBS(b, ctx, tb, batches[i], nil)
 		took[i] = time.Since(start)
 	}
 	b.StopTimer()

@@ -56,20 +56,14 @@ func TestAppendFailureRemovesItsFiles(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fsys := storage.NewMem()
-			if _, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, nil); err != nil {
-				t.Fatal(err)
-			}
-			ffs := storage.NewFaultFS(fsys)
-			tb, err := Open(ctx, ffs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, nil)
+			ffs, tb := openFaulty(t, fsys, nil)
 			ffs.Inject(c.fault)
 			rdr := readerOf(t, inSchema(), inBatch(mem, row{0, "h", 1}))
 			defer rdr.Release()
 			o := DefaultAppendOptions()
 			o.Alloc = mem
-			_, err = tb.Append(ctx, rdr, o)
+			_, err := tb.Append(ctx, rdr, o)
 			// The segment-union marker is the table's, not the attempt's:
 			// written once, before the first commit that names it.
 			files := slices.DeleteFunc(memFiles(t, fsys), func(p string) bool { return p == unionCoveragePath })

@@ -18,9 +18,7 @@ import (
 // commit a reference to a missing file.
 func TestAppendRefusesToCommitMissingFiles(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	var removed string
 	testHookBeforeCommit = func() {
 		testHookBeforeCommit = nil
@@ -68,9 +66,7 @@ func (e *appendEnv) isLive(p string) bool {
 // goes.
 func TestVacuumKeepsFilesUnreplayedCommitsName(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	const named = appendDir + "/11111111-2222-4333-8444-555555555555.parquet"
 	const stray = appendDir + "/99999999-2222-4333-8444-555555555555.parquet"
 	old := time.Now().Add(-time.Hour)
@@ -120,13 +116,8 @@ func containsAll(s string, parts ...string) bool {
 // nothing.
 func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	testHookBeforeCommit = func() {
 		testHookBeforeCommit = nil
 		rdr := readerOf(t, inSchema(), inBatch(e.mem, row{100, "h2", 1}))
@@ -139,7 +130,7 @@ func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 	defer rdr.Release()
 	o := e.opts()
 	o.MaxRetries = 0
-	_, err = e.tb.Append(e.ctx, rdr, o)
+	_, err := e.tb.Append(e.ctx, rdr, o)
 	testHookBeforeCommit = nil
 	if !errors.Is(err, ErrConflict) || !containsAll(err.Error(), "gave up after 0 retries", "nothing was committed") {
 		t.Fatalf("append that lost its only try: %v, want ErrConflict saying it gave up", err)
@@ -158,9 +149,7 @@ func TestAppendGivesUpAfterMaxRetries(t *testing.T) {
 // even when what it leads to has the shape of a stray segment.
 func TestVacuumNeverFollowsLinks(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	outside := t.TempDir()
 	const seg = "11111111-2222-4333-8444-555555555555.parquet"
 	target := filepath.Join(outside, seg)

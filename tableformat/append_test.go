@@ -81,10 +81,7 @@ type appendEnv struct {
 
 func newAppendEnv(t *testing.T, spec IndexSpec) *appendEnv {
 	e := &appendEnv{t: t, ctx: context.Background(), mem: memory.NewCheckedAllocator(memory.DefaultAllocator), dir: t.TempDir()}
-	tb, err := Create(e.ctx, storage.Local(e.dir), CreateOptions{Index: spec}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(e.dir), CreateOptions{Index: spec}, nil)
 	e.tb = tb
 	t.Cleanup(func() { e.mem.AssertSize(t, 0) })
 	return e
@@ -101,6 +98,16 @@ func (e *appendEnv) append(rows ...row) (*AppendResult, error) {
 	rdr := readerOf(e.t, inSchema(), inBatch(e.mem, rows...))
 	defer rdr.Release()
 	return e.tb.Append(e.ctx, rdr, e.opts())
+}
+
+// mustAppend appends rows and fails t if the append fails.
+func (e *appendEnv) mustAppend(t *testing.T, rows ...row) *AppendResult {
+	t.Helper()
+	res, err := e.append(rows...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // files lists every file under the table except the log.
@@ -146,9 +153,7 @@ func TestAppendAdoptsSchemaInTheSameCommit(t *testing.T) {
 	}
 	// The next append commits its segment alone: the pointer already names
 	// the segment-union marker.
-	if _, err := e.append(row{100, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{100, "h1", 1})
 	if c, err := e.tb.log.readCommit(3); err != nil || len(c.Actions) != 1 || c.Actions[0].ActionName() != "AddSegment" {
 		t.Fatalf("commit 3: %+v %v, want a lone AddSegment", c, err)
 	}
@@ -182,9 +187,7 @@ func TestAppendDuplicateIntervalWithinOneAppend(t *testing.T) {
 
 func TestAppendOverlapAcrossAppends(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 1})
 	before := e.dataFiles()
 	_, err := e.append(row{20, "h1", 1}, row{15, "h1", 2}, row{5, "h2", 3})
 	var oe *OverlapError
@@ -236,9 +239,7 @@ func TestAppendEmptyStream(t *testing.T) {
 // any order, strict nullability, no missing or extra columns.
 func TestAppendSchemaMatching(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
 	ts := arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}
 	host := arrow.Field{Name: "host", Type: arrow.BinaryTypes.String}
 	v := arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}
@@ -321,21 +322,9 @@ func TestAppendWidenings(t *testing.T) {
 			rdr.Release()
 			b := array.NewRecordBuilder(e.mem, narrow)
 			b.Field(0).(*array.Int64Builder).Append(2)
-			switch v := c.value.(type) {
-			case int8:
-				b.Field(1).(*array.Int8Builder).Append(v)
-			case int16:
-				b.Field(1).(*array.Int16Builder).Append(v)
-			case int32:
-				b.Field(1).(*array.Int32Builder).Append(v)
-			case uint8:
-				b.Field(1).(*array.Uint8Builder).Append(v)
-			case uint16:
-				b.Field(1).(*array.Uint16Builder).Append(v)
-			case uint32:
-				b.Field(1).(*array.Uint32Builder).Append(v)
-			case float32:
-				b.Field(1).(*array.Float32Builder).Append(v)
+			// The narrow value, as its builder parses it from its text.
+			if err := b.Field(1).AppendValueFromString(fmt.Sprint(c.value)); err != nil {
+				t.Fatal(err)
 			}
 			b.Field(0).(*array.Int64Builder).Append(3)
 			b.Field(1).AppendNull()
@@ -392,10 +381,7 @@ func TestAppendRefusesUnsupportedTypes(t *testing.T) {
 func TestAppendRefusesBeforeReadingInput(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1", commitJSON(1, metaJSON(7, "[]", `["sorted_segments"]`, "", "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	rdr := &countingReader{RecordReader: readerOf(t, inSchema(), inBatch(mem, row{0, "h", 1}))}
@@ -424,13 +410,8 @@ func (c *countingReader) Next() bool { c.nexts++; return c.RecordReader.Next() }
 // Overlapping data fails on the real overlap.
 func TestConcurrentAppendRebases(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1})
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	// other commits after e has refreshed but before e commits: simulate by
 	// appending through other while e's handle still holds version 2.
 	hook := func() {
@@ -524,9 +505,7 @@ func TestAppendRefusesOutOfRangeTimestamp(t *testing.T) {
 // be absent, as the reference requires.
 func TestAppendMetadataMustMatch(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h", 1})
 	md := arrow.NewMetadata([]string{"unit"}, []string{"percent"})
 	fields := inSchema().Fields()
 	fields[2].Metadata = md

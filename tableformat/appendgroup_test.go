@@ -52,6 +52,22 @@ func holdLeader(t *testing.T, tb *Table) (release func(), queued func(n int)) {
 	return release, queued
 }
 
+// startHeldGroup makes an append env whose table holds one row (0 s,
+// entity host, v 0) and starts a second append (10 s, host, v 1) that
+// holdLeader keeps inside its commit, so that the appends the test starts
+// next queue up behind it until release.
+func startHeldGroup(t *testing.T, host string) (e *appendEnv, release func(), queued func(n int), first <-chan appendOutcome) {
+	t.Helper()
+	e = newAppendEnv(t, tsIndex())
+	if _, err := e.append(row{0, host, 0}); err != nil { // adopts the schema
+		t.Fatal(err)
+	}
+	release, queued = holdLeader(t, e.tb)
+	first = e.goAppend(e.ctx, row{10, host, 1})
+	queued(0)
+	return e, release, queued, first
+}
+
 type appendOutcome struct {
 	res *AppendResult
 	err error
@@ -74,14 +90,8 @@ func (e *appendEnv) goAppend(ctx context.Context, rows ...row) <-chan appendOutc
 // rows, each result naming its own row count; the table then reads every
 // row once and refuses each of them again.
 func TestGroupCommitSharesOneCommit(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "h0")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "h0", 0}); err != nil { // adopts the schema
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "h0", 1})
-	queued(0)
 	var outs []<-chan appendOutcome
 	for i := range 5 {
 		outs = append(outs, e.goAppend(e.ctx, row{20, fmt.Sprintf("h%d", i), int64(i)}, row{30, fmt.Sprintf("h%d", i), int64(i)}))
@@ -118,10 +128,7 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 		t.Fatalf("scan: %d rows, sum %d", n, s)
 	}
 	// The coverage holds every row: a fresh handle refuses each again.
-	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = fresh
 	for i := range 5 {
 		if _, err := e.append(row{25, fmt.Sprintf("h%d", i), 9}); !errors.Is(err, ErrOverlap) {
@@ -137,14 +144,8 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 // collides with an earlier one of the group, or with the table, fails
 // alone with ErrOverlap; the others commit.
 func TestGroupCommitRefusesOnlyTheOverlapping(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	ok1 := e.goAppend(e.ctx, row{20, "a", 2})
 	queued(1)
 	dup := e.goAppend(e.ctx, row{25, "a", 3}) // same 10 s interval as ok1
@@ -179,14 +180,8 @@ func TestGroupCommitRefusesOnlyTheOverlapping(t *testing.T) {
 // nothing; the ones behind it still commit, and the lead passes on even
 // when the cancelled one was to take it.
 func TestGroupCommitCancelledWhileQueued(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, queued, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	ctx, cancel := context.WithCancel(e.ctx)
 	gone := e.goAppend(ctx, row{20, "a", 2})
 	queued(1)
@@ -215,14 +210,8 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 // TestGroupCommitLeaderCancelled: the leader's context ending in the
 // middle of the group's commit does not fail the commit for the others.
 func TestGroupCommitLeaderCancelled(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
+	e, release, _, first := startHeldGroup(t, "a")
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "a", 0}); err != nil {
-		t.Fatal(err)
-	}
-	release, queued := holdLeader(t, e.tb)
-	first := e.goAppend(e.ctx, row{10, "a", 1})
-	queued(0)
 	release()
 	if o := <-first; o.err != nil {
 		t.Fatal(o.err)
@@ -266,9 +255,7 @@ func TestGroupCommitBigAppendStreams(t *testing.T) {
 	defer rdr.Release()
 	o := e.opts()
 	o.GroupRows = 100 // the third batch goes over
-	if _, err := e.append(row{5000, "h", 0}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{5000, "h", 0})
 	res, err := e.tb.Append(e.ctx, rdr, o)
 	if err != nil || res.Grouped != 1 || res.Rows != 200 || res.Segment.RowCount != 200 {
 		t.Fatalf("big append: %+v %v", res, err)
@@ -287,22 +274,15 @@ func TestGroupCommitFailedWriteLeavesNothing(t *testing.T) {
 	fsys := storage.NewMem()
 	tb := mustCreate(t, fsys)
 	rdr := readerOf(t, inSchema(), inBatch(mem, row{0, "a", 0}))
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb, rdr, mem)
 	before := memFiles(t, fsys)
-	ffs := storage.NewFaultFS(fsys)
-	ft, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, ft := openFaulty(t, fsys, nil)
 	boom := errors.New("EIO")
 	ffs.Inject(storage.Fault{Op: storage.OpSync, Match: func(n string) bool { return len(n) > len(appendDir) && n[:len(appendDir)] == appendDir }, Err: boom})
 	rdr = readerOf(t, inSchema(), inBatch(mem, row{10, "a", 1}))
 	defer rdr.Release()
+	o := DefaultAppendOptions()
+	o.Alloc = mem
 	if _, err := ft.Append(ctx, rdr, o); !errors.Is(err, ErrStorage) || !errors.Is(err, boom) {
 		t.Fatalf("append with a failing segment fsync: %v", err)
 	}
@@ -321,13 +301,8 @@ func TestGroupCommitFailedWriteLeavesNothing(t *testing.T) {
 func TestGroupCommitManyWriters(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
 	defer e.mem.AssertSize(t, 0)
-	if _, err := e.append(row{0, "w0", 0}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "w0", 0})
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	const writers, puts = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*puts+puts)

@@ -81,10 +81,7 @@ func streamReader(t *testing.T, mem memory.Allocator, first int64) array.RecordR
 func streamTable(t *testing.T, fsys storage.FS, mem memory.Allocator) {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, fsys, CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: crashIndex()}, nil)
 	if _, err := appendCrashBatch(ctx, tb, mem, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +126,7 @@ func streamedAppendCrashes(t *testing.T, fresh bool) {
 	// The trace of one streamed append.
 	basefs := storage.NewMem()
 	setup(basefs, mem)
-	ffs := storage.NewFaultFS(basefs)
-	tb, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, tb := openFaulty(t, basefs, nil)
 	ffs.Reset()
 	rdr := streamReader(t, mem, 1)
 	if _, err := tb.Append(ctx, rdr, streamOpts(mem)); err != nil {
@@ -164,11 +157,7 @@ func streamedAppendCrashes(t *testing.T, fresh bool) {
 				defer mem.AssertSize(t, 0)
 				fsys := storage.NewMem()
 				setup(fsys, mem)
-				ffs := storage.NewFaultFS(fsys)
-				tb, err := Open(ctx, ffs, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ffs, tb := openFaulty(t, fsys, nil)
 				ffs.Reset()
 				want := tr[i]
 				nth := 0
@@ -225,13 +214,7 @@ func TestStreamedAppendEncodeErrorFails(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	fsys := storage.NewMem()
-	streamTable(t, fsys, mem)
-	tb, err := Open(ctx, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := memFiles(t, fsys)
+	fsys, tb, before := openStreamTable(t, mem)
 	boom := errors.New("encoder on fire")
 	n := 0
 	testHookEncoded = func() error {
@@ -243,7 +226,7 @@ func TestStreamedAppendEncodeErrorFails(t *testing.T) {
 	defer func() { testHookEncoded = nil }()
 	rdr := streamReader(t, mem, 1)
 	defer rdr.Release()
-	_, err = tb.Append(ctx, rdr, streamOpts(mem))
+	_, err := tb.Append(ctx, rdr, streamOpts(mem))
 	if !errors.Is(err, boom) {
 		t.Fatalf("append: %v, want the encoding's error", err)
 	}
@@ -280,13 +263,7 @@ func (c *cancelAfter) Next() bool {
 func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	fsys := storage.NewMem()
-	streamTable(t, fsys, mem)
-	tb, err := Open(context.Background(), fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := memFiles(t, fsys)
+	fsys, tb, before := openStreamTable(t, mem)
 	// A slow encoding: the cancellation arrives while one is in flight.
 	testHookEncoded = func() error { time.Sleep(100 * time.Millisecond); return nil }
 	defer func() { testHookEncoded = nil }()
@@ -294,7 +271,7 @@ func TestStreamedAppendCancelLeavesNoGoroutine(t *testing.T) {
 	defer cancel()
 	rdr := streamReader(t, mem, 1)
 	defer rdr.Release()
-	_, err = tb.Append(ctx, &cancelAfter{RecordReader: rdr, n: 2, cancel: cancel}, streamOpts(mem))
+	_, err := tb.Append(ctx, &cancelAfter{RecordReader: rdr, n: 2, cancel: cancel}, streamOpts(mem))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("append: %v, want context.Canceled", err)
 	}
@@ -331,9 +308,7 @@ func TestAppendCheckOnly(t *testing.T) {
 	if files := e.dataFiles(); len(files) != 0 || e.tb.State().Version != 1 {
 		t.Fatalf("a check wrote %v (version %d)", files, e.tb.State().Version)
 	}
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2})
 	before := e.dataFiles()
 	var oe *OverlapError
 	if _, err := check(row{20, "h1", 1}, row{25, "h1", 2}); !errors.As(err, &oe) || !oe.Within {
@@ -357,4 +332,13 @@ func TestAppendCheckOnly(t *testing.T) {
 	if !slices.Equal(after, before) || e.tb.State().Version != 2 {
 		t.Fatalf("checks changed the files %v -> %v (version %d)", before, after, e.tb.State().Version)
 	}
+}
+
+// openStreamTable writes streamTable into a new MemFS and opens it; before
+// lists its files.
+func openStreamTable(t *testing.T, mem memory.Allocator) (fsys *storage.MemFS, tb *Table, before []string) {
+	t.Helper()
+	fsys = storage.NewMem()
+	streamTable(t, fsys, mem)
+	return fsys, mustOpen(t, fsys, nil), memFiles(t, fsys)
 }

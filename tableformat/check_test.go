@@ -31,12 +31,8 @@ func newCheckEnv(t *testing.T) *checkEnv {
 	t.Helper()
 	e := newAppendEnv(t, tsIndex())
 	e.snapshots = true // the snapshot cases need one; TestCheckUnionMarker checks the marker
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{20, "h1", 4}, row{30, "h2", 5}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2}, row{0, "h2", 3})
+	e.mustAppend(t, row{20, "h1", 4}, row{30, "h2", 5})
 	st := e.tb.State()
 	if st.Version != 3 || len(st.Segments) != 2 || st.Coverage == nil {
 		t.Fatalf("fixture: version %d, %d segments", st.Version, len(st.Segments))
@@ -262,10 +258,7 @@ func TestCheckRepair(t *testing.T) {
 			if again := e.check(false); len(again.Findings) != 0 {
 				t.Fatalf("second check: %+v", again.Findings)
 			}
-			tb, err := Open(e.ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(e.dir), nil)
 			e.tb = tb
 			if _, err := e.append(row{40, "h1", 6}); err != nil {
 				t.Fatalf("append after repair: %v", err)
@@ -446,13 +439,7 @@ func TestCheckNoCoveragePointer(t *testing.T) {
 	seg := st.Segments[0]
 	for _, p := range []string{seg.Path, seg.CoveragePath} {
 		data := (&checkEnv{appendEnv: src.appendEnv}).read(p)
-		full := filepath.Join(e.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, p, data)
 	}
 	m := e.tb.State().Meta.Clone()
 	m.Schema = st.Schema()
@@ -471,10 +458,7 @@ func TestCheckNoCoveragePointer(t *testing.T) {
 	if rep := ce.check(false); len(rep.Findings) != 0 {
 		t.Fatalf("after repair: %+v", rep.Findings)
 	}
-	tb, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = tb
 	if _, err := e.append(row{0, "h1", 9}); !errors.Is(err, ErrOverlap) {
 		t.Fatalf("an append overlapping the segment after the repair: %v", err)
@@ -500,13 +484,7 @@ func TestCheckSwappedSegmentSameShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := filepath.Join(e.dir, filepath.FromSlash(to))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, to, data)
 	}
 	copyFile(b.Segment.Path, a.Segment.Path) // b's rows under a's name
 	copyFile(a.Segment.CoveragePath, a.Segment.CoveragePath)
@@ -539,11 +517,7 @@ func TestCheckSwappedSegmentSameShape(t *testing.T) {
 // snapshot the union of them. Check only reads.
 func TestCheckReferenceTables(t *testing.T) {
 	for _, set := range referenceSets(t) {
-		files, err := filepath.Glob(filepath.Join(set, "*.expected.json"))
-		if err != nil || len(files) < 7 {
-			t.Fatalf("%s: found %d expected files (%v)", set, len(files), err)
-		}
-		for _, f := range files {
+		for _, f := range referenceExpected(t, set) {
 			dir := strings.TrimSuffix(f, ".expected.json")
 			before := dirSnapshot(t, dir)
 			rep, err := Check(context.Background(), storage.Local(dir), CheckOptions{Options: &Options{ReadOnly: true}})
@@ -564,12 +538,8 @@ func TestCheckReferenceTables(t *testing.T) {
 // and appends refuse to run over it until check --repair rewrites it.
 func TestCheckUnionMarker(t *testing.T) {
 	e := &checkEnv{appendEnv: newAppendEnv(t, tsIndex())}
-	if _, err := e.append(row{0, "h1", 1}, row{0, "h2", 2}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{10, "h1", 3}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{0, "h2", 2})
+	e.mustAppend(t, row{10, "h1", 3})
 	if st := e.tb.State(); !st.coverageIsUnion() || st.CoverageVersion != 2 {
 		t.Fatalf("pointer %v at version %d, want the marker from version 2", st.Coverage, st.CoverageVersion)
 	}
@@ -598,10 +568,7 @@ func TestCheckUnionMarker(t *testing.T) {
 		rep.Findings[0].Severity != CheckError || !rep.Findings[0].Repairable || rep.OK() {
 		t.Fatalf("damaged marker: %+v", rep.Findings)
 	}
-	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	e.tb = fresh
 	if _, err := e.append(row{20, "h1", 4}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), unionCoveragePath) {
 		t.Fatalf("append over a damaged marker: %v, want ErrCorrupt naming it", err)
@@ -612,7 +579,7 @@ func TestCheckUnionMarker(t *testing.T) {
 	if again := e.check(false); len(again.Findings) != 0 {
 		t.Fatalf("after repair: %+v", again.Findings)
 	}
-	fresh, err = Open(e.ctx, storage.Local(e.dir), nil)
+	fresh, err := Open(e.ctx, storage.Local(e.dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,16 +44,7 @@ func ckFakeSegment(i int) SegmentMeta {
 // ckWriteFile writes name in fsys (not synced: benchmark setup only).
 func ckWriteFile(tb testing.TB, fsys storage.FS, name string, data []byte) {
 	tb.Helper()
-	f, err := fsys.Create(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	writeFSFile(tb, fsys, name, data, false)
 }
 
 // ckBuildLog writes a log of n commits into fsys: commit 1 creates the
@@ -121,6 +112,21 @@ func ckCloneDir(b *testing.B, from string) string {
 	return to
 }
 
+// ckClonedLog is a copy of the log of n commits (ckLocalLog) in the
+// benchmark's own directory; the shared log is removed when the benchmark
+// ends.
+func ckClonedLog(b *testing.B, n int) string {
+	b.Helper()
+	dir := ckCloneDir(b, ckLocalLog(b, n))
+	b.Cleanup(func() {
+		if d, ok := ckLocalLogs[n]; ok {
+			os.RemoveAll(d)
+			delete(ckLocalLogs, n)
+		}
+	})
+	return dir
+}
+
 // BenchmarkCheckpointOpen opens a table of 10,000 commits (9,999 live
 // segments) on the local disk: replaying the whole log, from a checkpoint
 // at the newest version, and from one 99 commits behind (the worst case of
@@ -165,20 +171,11 @@ func BenchmarkCheckpointOpen(b *testing.B) {
 // "encode" is encodeCheckpoint alone, "decode" decodeCheckpoint alone.
 func BenchmarkCheckpointWrite(b *testing.B) {
 	const n = 10001
-	dir := ckCloneDir(b, ckLocalLog(b, n))
-	b.Cleanup(func() {
-		if d, ok := ckLocalLogs[n]; ok {
-			os.RemoveAll(d)
-			delete(ckLocalLogs, n)
-		}
-	})
+	dir := ckClonedLog(b, n)
 	ctx := context.Background()
 	opts := DefaultOptions()
 	opts.CheckpointInterval = 1
-	tb, err := Open(ctx, storage.Local(dir), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustOpen(b, storage.Local(dir), opts)
 	st := tb.State()
 	if len(st.Segments) != n-1 {
 		b.Fatalf("%d segments", len(st.Segments))

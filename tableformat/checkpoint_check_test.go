@@ -111,11 +111,7 @@ func TestCheckpointCheck(t *testing.T) {
 // reports nothing.
 func TestCheckpointCheckUnreadable(t *testing.T) {
 	ctx := context.Background()
-	mem := storage.NewMem()
-	ckVariedLog(t, mem, 12)
-	for _, v := range []uint64{4, 8, 12} {
-		ckWrite(t, mem, v)
-	}
+	mem := ckCheckpointedLog(t, 12, 4, 8, 12)
 	data, err := mem.ReadFile(checkpointPath(4))
 	if err != nil {
 		t.Fatal(err)

@@ -31,10 +31,7 @@ func TestCheckpointInterop(t *testing.T) {
 	dir := filepath.Join(root, "table")
 	opts := DefaultOptions()
 	opts.CheckpointInterval = 2
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: c.spec}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: c.spec}, opts)
 	var rows, sum int64
 	var later []arrow.RecordBatch
 	for _, rec := range c.batches(mem) {
@@ -44,12 +41,7 @@ func TestCheckpointInterop(t *testing.T) {
 		}
 		later = append(later, shiftBatch(t, mem, rec, c))
 		rdr := readerOf(t, c.schema, rec) // releases rec
-		o := DefaultAppendOptions()
-		o.Alloc = mem
-		if _, err := tb.Append(ctx, rdr, o); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		appendReader(t, ctx, tb, rdr, mem)
 		tb.maybeCheckpoint(ctx, tb.State())
 	}
 	defer func() {
@@ -111,19 +103,11 @@ func TestCheckpointInterop(t *testing.T) {
 		Version uint64 `json:"version"`
 	}
 	interop(t, &added, "add-columns", dir, "score:float64")
-	tb2, err := Open(ctx, storage.Local(dir), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, storage.Local(dir), opts)
 	rows += later[2].NumRows()
 	rdr := readerOf(t, c.schema, later[2])
 	later = later[:2]
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb2.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb2, rdr, mem)
 	tb2.maybeCheckpoint(ctx, tb2.State())
 	if vs, _ := ckList(t, storage.Local(dir)); vs[len(vs)-1] != tb2.State().Version {
 		t.Fatalf("checkpoints %v, want one at %d", vs, tb2.State().Version)

@@ -16,7 +16,6 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -42,6 +41,13 @@ func ckOptions(buf *lockedBuffer) *Options {
 }
 
 // ckStore is a logStore on fsys, as a fresh handle has.
+// ckEvery is ckOptions(buf) with a checkpoint every n commits.
+func ckEvery(buf *lockedBuffer, n int) *Options {
+	o := ckOptions(buf)
+	o.CheckpointInterval = n
+	return o
+}
+
 func ckStore(fsys storage.FS, buf *lockedBuffer) *logStore {
 	return &logStore{fs: fsys, opts: ckOptions(buf)}
 }
@@ -96,13 +102,22 @@ func ckSame(t testing.TB, what string, got, want *State) {
 // one-segment commits of every layout and optional field, removals, a
 // column added half way (schema_add_columns), coverage pointers. Its
 // handle writes no checkpoints.
+// ckCheckpointedLog is a MemFS holding ckVariedLog of n commits and the
+// checkpoints of versions at.
+func ckCheckpointedLog(t testing.TB, n int, at ...uint64) *storage.MemFS {
+	t.Helper()
+	fsys := storage.NewMem()
+	ckVariedLog(t, fsys, n)
+	for _, v := range at {
+		ckWrite(t, fsys, v)
+	}
+	return fsys
+}
+
 func ckVariedLog(t testing.TB, fsys storage.FS, n int) *Table {
 	t.Helper()
 	ctx := context.Background()
-	tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
 	ix := tsIndex()
 	for v := 2; v <= n; v++ {
 		st := tb.State()
@@ -171,22 +186,7 @@ func ckOpen(t testing.TB, fsys storage.FS, buf *lockedBuffer) (*State, uint64) {
 // ckPut replaces the file name in fsys by data (damage done from outside).
 func ckPut(t testing.TB, fsys storage.FS, name string, data []byte) {
 	t.Helper()
-	f, err := fsys.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.SyncDir(path.Dir(name)); err != nil {
-		t.Fatal(err)
-	}
+	writeFSFile(t, fsys, name, data, true)
 }
 
 // The state from a checkpoint plus the commits after it equals the state
@@ -209,10 +209,7 @@ func TestCheckpointStateEqualsReplay(t *testing.T) {
 			t.Fatalf("checkpoint %d written, replay started from %d", v, from)
 		}
 		ckSame(t, fmt.Sprintf("replay from checkpoint %d", v), st, full[n])
-		tb, err := Open(ctx, fsys, ckOptions(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := mustOpen(t, fsys, ckOptions(nil))
 		ckSame(t, fmt.Sprintf("open with checkpoint %d", v), tb.State(), full[n])
 		l := ckStore(fsys, nil)
 		for w := max(1, v-4); w <= n; w++ {
@@ -600,15 +597,9 @@ func TestCheckpointStaleAfterReplace(t *testing.T) {
 	if a.State().Version != 8 {
 		t.Fatalf("version %d", a.State().Version)
 	}
-	handle, err := Open(ctx, storage.Local(live), ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	handle := mustOpen(t, storage.Local(live), ckOptions(nil))
 	// The sibling diverges after commit 5 and reaches version 8 too.
-	sib, err := Open(ctx, storage.Local(sibling), ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sib := mustOpen(t, storage.Local(sibling), ckOptions(nil))
 	for _, s := range []int64{100, 110, 120} {
 		if _, err := rpAppend(t, sib, "b", s); err != nil {
 			t.Fatal(err)
@@ -649,11 +640,7 @@ func TestCheckpointStaleAfterReplace(t *testing.T) {
 // the log, and those whose version now holds another commit, are ignored.
 func TestCheckpointNewerThanLog(t *testing.T) {
 	ctx := context.Background()
-	fsys := storage.NewMem()
-	ckVariedLog(t, fsys, 30)
-	for _, v := range []uint64{10, 20, 30} {
-		ckWrite(t, fsys, v)
-	}
+	fsys := ckCheckpointedLog(t, 30, 10, 20, 30)
 	rewind := func(to uint64, from uint64) {
 		for v := to + 1; v <= from; v++ {
 			if err := fsys.Remove(CommitPath(v)); err != nil {
@@ -670,10 +657,7 @@ func TestCheckpointNewerThanLog(t *testing.T) {
 		t.Fatalf("started from %d; log %s", from, buf.String())
 	}
 	rewind(15, 25)
-	tb, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, fsys, ckOptions(nil))
 	ckSame(t, "rewound to 15", tb.State(), ckFull(t, fsys, 15))
 	for v := 16; v <= 30; v++ { // other commits under the old numbers
 		if _, err := tb.Commit(ctx, tb.State().Version, marker(fmt.Sprint("regrown", v))); err != nil {
@@ -780,15 +764,8 @@ func TestCheckpointUnreadable(t *testing.T) {
 // the state replayed from commit 1.
 func TestCheckpointStateAt(t *testing.T) {
 	ctx := context.Background()
-	fsys := storage.NewMem()
-	ckVariedLog(t, fsys, 250)
-	for _, v := range []uint64{100, 200} {
-		ckWrite(t, fsys, v)
-	}
-	tb, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys := ckCheckpointedLog(t, 250, 100, 200)
+	tb := mustOpen(t, fsys, ckOptions(nil))
 	ckSame(t, "open", tb.State(), ckFull(t, fsys, 250))
 	for _, v := range []uint64{150, 1, 50, 99, 100, 101, 199, 200, 201, 249, 120} {
 		st, err := tb.StateAt(ctx, v)
@@ -843,10 +820,7 @@ func TestCheckpointCodecShapes(t *testing.T) {
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			fsys := storage.NewMem()
-			tb, err := Create(ctx, fsys, s.co, ckOptions(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustCreateTable(t, fsys, s.co, ckOptions(nil))
 			for i, b := range s.bounds {
 				seg := ckFakeSegment(i)
 				seg.IndexMin, seg.IndexMax, seg.Layout = b[0], b[1], s.ident(i)
@@ -996,10 +970,7 @@ func TestCheckpointReadCorners(t *testing.T) {
 	if !strings.Contains(buf.String(), "the log has no commit 1") {
 		t.Fatalf("log %q", buf.String())
 	}
-	tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, ckOptions(nil))
 	ckSame(t, "re-created", tb.State(), ckFull(t, fsys, 1))
 	ckWrite(t, fsys, 1) // prunes the old table's 6 and 12 above it
 	if vs, _ := ckList(t, fsys); !slices.Equal(vs, []uint64{1}) {

@@ -76,12 +76,8 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{0, -3} {
 		fsys := storage.NewMem()
-		opts := ckOptions(nil)
-		opts.CheckpointInterval = n
-		tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		opts := ckEvery(nil, n)
+		tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
 		for i := range 12 {
 			ckCommitAndCheckpoint(t, tb, fmt.Sprint(i))
 		}
@@ -93,12 +89,8 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	fsys := storage.NewMem()
 	ckVariedLog(t, fsys, 9) // by a handle that writes none
 	f := storage.NewFaultFS(fsys)
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 4
-	tb, err := Open(ctx, f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := ckEvery(nil, 4)
+	tb := mustOpen(t, f, opts)
 	var got [][]uint64
 	for v := 10; v <= 17; v++ {
 		ckCommitAndCheckpoint(t, tb, fmt.Sprint(v))
@@ -111,10 +103,7 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	}
 	creates := f.CountOps(storage.OpCreateExclusive)
 	tb.maybeCheckpoint(ctx, tb.State()) // 17: not due
-	st16, err := tb.StateAt(ctx, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st16 := mustStateAt(t, tb, 16)
 	tb.maybeCheckpoint(ctx, st16) // already written
 	if f.CountOps(storage.OpCreateExclusive) != creates {
 		t.Fatal("a checkpoint that was not due was written")
@@ -129,19 +118,13 @@ func TestMaybeCheckpointSchedule(t *testing.T) {
 	}
 	// A handle opened from checkpoint 16 at version 21 (committed by a
 	// handle that writes none) is 5 behind.
-	quiet, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	quiet := mustOpen(t, fsys, ckOptions(nil))
 	for range 4 {
 		if _, err := quiet.Commit(ctx, quiet.State().Version, marker("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tb2, err := Open(ctx, fsys, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, fsys, opts)
 	tb2.maybeCheckpoint(ctx, tb2.State())
 	if vs, _ := ckList(t, fsys); !slices.Equal(vs, []uint64{12, 16, 21}) {
 		t.Fatalf("checkpoints %v, want the overdue one at 21", vs)
@@ -202,11 +185,7 @@ func TestCheckpointPrune(t *testing.T) {
 // and the table opens with the state of a full replay.
 func TestCheckpointWriteFaults(t *testing.T) {
 	ctx := context.Background()
-	base := storage.NewMem()
-	ckVariedLog(t, base, 11)
-	for _, v := range []uint64{4, 6, 8} {
-		ckWrite(t, base, v)
-	}
+	base := ckCheckpointedLog(t, 11, 4, 6, 8)
 	ckPut(t, base, checkpointPath(20), []byte("stale junk above")) // makes pruning open a header
 	eio := errors.New("no space left on device")
 	inCk := func(n string) bool { return strings.HasPrefix(n, checkpointDir) }
@@ -247,10 +226,7 @@ func TestCheckpointWriteFaults(t *testing.T) {
 			}
 			// The commit is made by a handle that writes no checkpoints;
 			// the one that does is opened on the faulty file system.
-			committer, err := Open(ctx, mem, ckOptions(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			committer := mustOpen(t, mem, ckOptions(nil))
 			ckCommit := func(name string) *State {
 				t.Helper()
 				if _, err := committer.Commit(ctx, committer.State().Version, marker(name)); err != nil {
@@ -261,12 +237,8 @@ func TestCheckpointWriteFaults(t *testing.T) {
 			st12 := ckCommit("twelve")
 			f := storage.NewFaultFS(mem)
 			buf := &lockedBuffer{}
-			opts := ckOptions(buf)
-			opts.CheckpointInterval = 12
-			tb, err := Open(ctx, f, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			opts := ckEvery(buf, 12)
+			tb := mustOpen(t, f, opts)
 			mark := len(buf.String()) // the open warns about the junk checkpoint
 			c.fault.Err = eio
 			f.Inject(c.fault)
@@ -393,12 +365,8 @@ func TestCheckpointSelfCheckRefuses(t *testing.T) {
 				t.Fatalf("write: %v, want %q", err, c.want)
 			}
 			buf := &lockedBuffer{}
-			opts := ckOptions(buf)
-			opts.CheckpointInterval = 1
-			tb, err := Open(ctx, fsys, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			opts := ckEvery(buf, 1)
+			tb := mustOpen(t, fsys, opts)
 			if c.st.Version == 0 {
 				c.st.Version = 13 // not the handle's, but due
 			}
@@ -434,12 +402,8 @@ func appendOne(t testing.TB, tb *Table, sec int64) {
 func TestCheckpointCoverageSection(t *testing.T) {
 	ctx := context.Background()
 	fsys := storage.NewMem()
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 3
-	tb, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := ckEvery(nil, 3)
+	tb := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
 	for i := range int64(10) {
 		appendOne(t, tb, i*10)
 		tb.maybeCheckpoint(ctx, tb.State())
@@ -457,10 +421,7 @@ func TestCheckpointCoverageSection(t *testing.T) {
 	if seed.versionOrZero() != 9 || cov == nil {
 		t.Fatalf("seed %d with %d coverage bytes", seed.versionOrZero(), len(cov))
 	}
-	fresh, err := Open(ctx, fsys, ckOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, fsys, ckOptions(nil))
 	c, err := fresh.loadCoverage(ctx, seed)
 	if err != nil {
 		t.Fatal(err)
@@ -482,10 +443,7 @@ func TestCheckpointCoverageSection(t *testing.T) {
 	buf := &lockedBuffer{}
 	o := ckOptions(buf)
 	o.CheckpointInterval = 12
-	tb2, err := Open(ctx, other, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, other, o)
 	tb2.maybeCheckpoint(ctx, tb2.State())
 	if !strings.Contains(buf.String(), "without its coverage section") {
 		t.Fatalf("log %q", buf.String())
@@ -522,16 +480,9 @@ func ckEqual(a, b *State) bool {
 func TestCheckpointConcurrentReadersAndWriters(t *testing.T) {
 	ctx := context.Background()
 	fsys := storage.NewMem()
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 1
-	w1, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w2, err := Open(ctx, fsys, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := ckEvery(nil, 1)
+	w1 := mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, opts)
+	w2 := mustOpen(t, fsys, opts)
 	const commits = 60
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -625,12 +576,8 @@ func TestCheckpointWriteCorners(t *testing.T) {
 	}
 
 	f2 := storage.NewFaultFS(fsys)
-	opts := ckOptions(nil)
-	opts.CheckpointInterval = 5
-	tb, err := Open(ctx, f2, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := ckEvery(nil, 5)
+	tb := mustOpen(t, f2, opts)
 	st := tb.State()
 	before := len(f2.Trace())
 	tb.maybeCheckpoint(ctx, nil)

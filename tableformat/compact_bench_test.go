@@ -18,10 +18,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.DefaultAllocator
 	dir := b.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustCreateTable(b, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	const appends, steps = 2000, 20
 	for i := range appends {
 		var rows []row
@@ -41,18 +38,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 			opts.Entities = map[string]EntityValue{"host": {Type: EntityUtf8, Str: "h3"}}
 		}
 		for range b.N {
-			rdr, err := tb.Scan(ctx, nil, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n := 0
-			for rdr.Next() {
-				n += int(rdr.RecordBatch().NumRows())
-			}
-			if err := rdr.Err(); err != nil {
-				b.Fatal(err)
-			}
-			rdr.Release()
+			n := int(scanCount(b, tb, opts))
 			want := appends * steps * compactHosts
 			if entity {
 				want /= compactHosts
@@ -78,16 +64,7 @@ func BenchmarkCompactSmallAppends(b *testing.B) {
 				b.Fatalf("%+v", rep)
 			}
 			// Undo it for the next iteration: put the sources back.
-			var undo []Action
-			for _, g := range rep.Groups {
-				for _, p := range g.Outputs {
-					undo = append(undo, RemoveSegment{Path: p})
-				}
-			}
-			for _, seg := range st.Segments {
-				undo = append(undo, AddSegment{Segment: seg})
-			}
-			if _, err := tb.Commit(ctx, rep.CommittedVersion, undo); err != nil {
+			if err := undoCompaction(ctx, tb, st, rep); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -20,13 +20,8 @@ import (
 func TestCompactFailures(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*appendEnv, *storage.FaultFS, *Table) {
-		e := newAppendEnv(t, tsIndex())
-		appendSmall(t, ctx, e.tb, e.mem, 0, 12)
-		ffs := storage.NewFaultFS(storage.Local(e.dir))
-		tb, err := Open(ctx, ffs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, _ := newCompactEnv(t, 12)
+		ffs, tb := openFaulty(t, storage.Local(e.dir), nil)
 		return e, ffs, tb
 	}
 	unchanged := func(t *testing.T, e *appendEnv, before map[string]string, v uint64) {
@@ -108,10 +103,7 @@ func TestCompactFailures(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(e.dir, LogDir)); err != nil {
 				t.Fatal(err)
 			}
-			nt, err := Create(ctx, storage.Local(e.dir), CreateOptions{Index: IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nt := mustCreateTable(t, storage.Local(e.dir), CreateOptions{Index: IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}}}, nil)
 			s := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
 			b := array.NewRecordBuilder(e.mem, s)
 			b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 20, 30}, nil)

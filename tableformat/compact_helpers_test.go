@@ -43,6 +43,15 @@ func appendSmall(t *testing.T, ctx context.Context, tb *Table, mem memory.Alloca
 	}
 }
 
+// newCompactEnv makes an append env of tsIndex holding appends [0, n)
+// (compactRowsOf) and returns it with its context.
+func newCompactEnv(t *testing.T, n int) (*appendEnv, context.Context) {
+	t.Helper()
+	e := newAppendEnv(t, tsIndex())
+	appendSmall(t, e.ctx, e.tb, e.mem, 0, n)
+	return e, e.ctx
+}
+
 func appendRows(ctx context.Context, tb *Table, mem memory.Allocator, rows []row) (*AppendResult, error) {
 	rec := inBatch(mem, rows...)
 	rdr, err := array.NewRecordReader(inSchema(), []arrow.RecordBatch{rec})
@@ -67,14 +76,8 @@ func compactOpts(mem memory.Allocator) *CompactOptions {
 // sorted.
 func tableRows(t *testing.T, ctx context.Context, tb *Table, st *State, mem memory.Allocator) []string {
 	t.Helper()
-	rdr, err := tb.Scan(ctx, st, ScanOptions{Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, ctx, tb, st, ScanOptions{Alloc: mem}, func(rec arrow.RecordBatch) {
 		for i := range int(rec.NumRows()) {
 			parts := make([]string, rec.NumCols())
 			for c := range parts {
@@ -82,10 +85,7 @@ func tableRows(t *testing.T, ctx context.Context, tb *Table, st *State, mem memo
 			}
 			out = append(out, strings.Join(parts, "|"))
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	slices.Sort(out)
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,31 +17,17 @@ import (
 
 // compactInteropCase is a table shape for the compaction interop test.
 type compactInteropCase struct {
-	name   string
-	spec   IndexSpec
-	pySpec string
-	schema *arrow.Schema
+	interopShape
 	// batch is small batch i (8 rows), later batches later in the index.
 	batch func(mem memory.Allocator, i int) arrow.RecordBatch
 }
 
 func compactInteropCases() []compactInteropCase {
-	tsSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
-		{Name: "host", Type: arrow.BinaryTypes.String},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	intSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	entity, global := interopShapes()
+	tsSchema, intSchema, base := entity.schema, global.schema, interopBase
 	return []compactInteropCase{
 		{
-			name:   "entity",
-			spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
-			pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
-			schema: tsSchema,
+			interopShape: entity,
 			batch: func(mem memory.Allocator, i int) arrow.RecordBatch {
 				b := array.NewRecordBuilder(mem, tsSchema)
 				defer b.Release()
@@ -62,10 +47,7 @@ func compactInteropCases() []compactInteropCase {
 			},
 		},
 		{
-			name:   "global",
-			spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
-			pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
-			schema: intSchema,
+			interopShape: global,
 			batch: func(mem memory.Allocator, i int) arrow.RecordBatch {
 				b := array.NewRecordBuilder(mem, intSchema)
 				defer b.Release()
@@ -120,10 +102,7 @@ func TestCompactInterop(t *testing.T) {
 				}
 				const first = 24
 				if writer == "tsflight" {
-					tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
+					tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
 					for i := range first {
 						rdr := readerOf(t, c.schema, c.batch(mem, i))
 						o := DefaultAppendOptions()
@@ -144,10 +123,7 @@ func TestCompactInterop(t *testing.T) {
 						t.Fatalf("the package made %d appends", len(rep.Appends))
 					}
 				}
-				tb, err := Open(ctx, storage.Local(dir), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				tb := mustOpen(t, storage.Local(dir), nil)
 				compact := func(sources int) {
 					t.Helper()
 					o := DefaultCompactOptions()
@@ -196,12 +172,7 @@ func TestCompactInterop(t *testing.T) {
 				// tsflight appends too, compacts the lot again, and the
 				// package reads it.
 				rdr := readerOf(t, c.schema, c.batch(mem, first+2))
-				o := DefaultAppendOptions()
-				o.Alloc = mem
-				if _, err := tb.Append(ctx, rdr, o); err != nil {
-					t.Fatal(err)
-				}
-				rdr.Release()
+				appendReader(t, ctx, tb, rdr, mem)
 				compact(4)
 				count(first + 3)
 				interop(t, &rep, "append", c.pySpec, dir, ipc(first+3))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -84,22 +83,7 @@ func BenchmarkTSBSLayouts(b *testing.B) {
 			}
 		}
 	}()
-	appendAll := func(tb *Table, batches []arrow.RecordBatch, o *AppendOptions) {
-		for _, r := range batches {
-			r.Retain()
-		}
-		rdr, err := array.NewRecordReader(tsbsSchema(), batches)
-		for _, r := range batches {
-			r.Release()
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer rdr.Release()
-		if _, err := tb.Append(ctx, rdr, o); err != nil {
-			b.Fatal(err)
-		}
-	}
+	appendAll := func(tb *Table, batches []arrow.RecordBatch, o *AppendOptions) { appendTSBS(b, ctx, tb, batches, o) }
 	for _, l := range tsbsLayouts {
 		b.Run(l.name, func(b *testing.B) {
 			var size, groups int64
@@ -113,10 +97,7 @@ func BenchmarkTSBSLayouts(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
+				tb := mustCreateTable(b, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 				if l.rowGroup == 0 {
 					for _, bs := range hours {
 						appendAll(tb, bs, nil)

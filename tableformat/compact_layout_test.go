@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -25,27 +25,14 @@ func TestSegmentStatsAndPageIndexes(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	const hosts, steps = 100, 720 // 2 hours at 10 s: 72,000 rows
 	write := func(dir string, parts int) *Table {
-		tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 		for p := range parts {
 			n := steps / parts
 			recs := tsbsBatches(mem, 7, hosts, p*n, n, 1<<14)
-			rdr, err := array.NewRecordReader(tsbsSchema(), recs)
-			for _, r := range recs {
-				r.Release()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			o := DefaultAppendOptions()
 			o.Alloc = mem
-			_, err = tb.Append(ctx, rdr, o)
-			rdr.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
+			appendTSBS(t, ctx, tb, recs, o)
+			testkit.Release(recs)
 		}
 		return tb
 	}

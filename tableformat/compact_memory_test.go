@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,17 +23,7 @@ import (
 // from the compaction's own account, to check the account's figure.
 type peakAllocator struct {
 	memory.Allocator
-	cur, peak atomic.Int64
-}
-
-func (p *peakAllocator) add(n int64) {
-	v := p.cur.Add(n)
-	for {
-		old := p.peak.Load()
-		if v <= old || p.peak.CompareAndSwap(old, v) {
-			return
-		}
-	}
+	peakGauge
 }
 
 func (p *peakAllocator) Allocate(n int) []byte {
@@ -248,8 +237,7 @@ func testCompactMemoryBound(t *testing.T, bucket time.Duration) {
 // TestCompactMemoryFits: a group that fits its bound is sorted in memory
 // and spills nothing; the report says how much it held.
 func TestCompactMemoryFits(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 50)
+	e, _ := newCompactEnv(t, 50)
 	o := compactOpts(e.mem)
 	o.SpillDir = filepath.Join(t.TempDir(), "missing") // never used
 	rep, err := e.tb.Compact(e.ctx, o)
@@ -307,11 +295,7 @@ func TestCompactSpillFailures(t *testing.T) {
 	setup := func(t *testing.T) (*appendEnv, *Table, *storage.FaultFS, map[string]string, uint64) {
 		e := newAppendEnv(t, tsIndex())
 		appendWide(t, e, 6, 100, 50) // 30,000 rows: about 2 MiB to sort
-		ffs := storage.NewFaultFS(storage.Local(e.dir))
-		tb, err := Open(e.ctx, ffs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ffs, tb := openFaulty(t, storage.Local(e.dir), nil)
 		return e, tb, ffs, dirSnapshot(t, e.dir), e.tb.State().Version
 	}
 	unchanged := func(t *testing.T, e *appendEnv, before map[string]string, v uint64, spill string) {
@@ -350,26 +334,27 @@ func TestCompactSpillFailures(t *testing.T) {
 		}
 		unchanged(t, e, before, v, spill)
 	})
-	t.Run("spill write fails", func(t *testing.T) {
-		e, tb, _, before, v := setup(t)
-		spill := t.TempDir()
-		hook(t, &testHookSpillWrite, 2)
-		_, err := compact(e.ctx, e, tb, spill)
-		if !errors.Is(err, ErrStorage) || !errors.Is(err, injected) || !strings.Contains(err.Error(), "write a compaction spill file") {
-			t.Fatalf("got %v", err)
-		}
-		unchanged(t, e, before, v, spill)
-	})
-	t.Run("spill read fails", func(t *testing.T) {
-		e, tb, _, before, v := setup(t)
-		spill := t.TempDir()
-		hook(t, &testHookSpillRead, 1)
-		_, err := compact(e.ctx, e, tb, spill)
-		if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "read a compaction spill file") {
-			t.Fatalf("got %v", err)
-		}
-		unchanged(t, e, before, v, spill)
-	})
+	for _, c := range []struct {
+		name  string
+		hook  *func() error
+		after int    // calls that succeed before the hook fails
+		msg   string // what the error must say
+		cause bool   // the injected error must be in the chain
+	}{
+		{"spill write fails", &testHookSpillWrite, 2, "write a compaction spill file", true},
+		{"spill read fails", &testHookSpillRead, 1, "read a compaction spill file", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, tb, _, before, v := setup(t)
+			spill := t.TempDir()
+			hook(t, c.hook, c.after)
+			_, err := compact(e.ctx, e, tb, spill)
+			if !errors.Is(err, ErrStorage) || (c.cause && !errors.Is(err, injected)) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("got %v", err)
+			}
+			unchanged(t, e, before, v, spill)
+		})
+	}
 	t.Run("cancelled after a spill", func(t *testing.T) {
 		e, tb, _, before, v := setup(t)
 		spill := t.TempDir()
@@ -422,10 +407,7 @@ func TestCompactMemoryBoundWide(t *testing.T) {
 	}
 	schema := arrow.NewSchema(fields, nil)
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	const appends, steps, hosts = 20, 100, 50
 	for i := range appends {
 		b := array.NewRecordBuilder(mem, schema)
@@ -449,12 +431,7 @@ func TestCompactMemoryBoundWide(t *testing.T) {
 		rec := b.NewRecordBatch()
 		b.Release()
 		rdr := readerOf(t, schema, rec)
-		o := DefaultAppendOptions()
-		o.Alloc = mem
-		if _, err := tb.Append(ctx, rdr, o); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		appendReader(t, ctx, tb, rdr, mem)
 	}
 	want := tableRows(t, ctx, tb, nil, mem)
 	const limit = 2 << 20

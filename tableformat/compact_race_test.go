@@ -24,13 +24,8 @@ func withCompactHook(t *testing.T, h func(retry int)) {
 // between the compaction's plan and its commit make it retry on the new
 // version; the appends keep their rows, and nothing is lost or doubled.
 func TestCompactRebasesOnAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ctx := newCompactEnv(t, 20)
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	next := 20
 	withCompactHook(t, func(retry int) {
 		if retry < 2 {
@@ -56,13 +51,8 @@ func TestCompactRebasesOnAppends(t *testing.T) {
 // throughout repeated compactions; every append succeeds and every row is
 // there exactly once.
 func TestCompactWithConcurrentAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 10)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ctx := newCompactEnv(t, 10)
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	const total = 80
 	done := make(chan error, 1)
 	go func() {
@@ -123,14 +113,9 @@ loop:
 // segments first; this one drops its group (and removes its files) and
 // commits nothing, or commits the groups that are still whole.
 func TestCompactLosesToAnotherCompaction(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 20)
+	e, ctx := newCompactEnv(t, 20)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
-	other, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	var largest uint64
 	for _, seg := range e.tb.State().Segments {
 		largest = max(largest, *seg.FileSize)
@@ -210,8 +195,7 @@ func TestCompactLosesToAnotherCompaction(t *testing.T) {
 // and leaves nothing, whether it ends before the call or just before the
 // commit.
 func TestCompactCancelled(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 20)
+	e, _ := newCompactEnv(t, 20)
 	v := e.tb.State().Version
 	files := dirSnapshot(t, e.dir)
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
@@ -40,25 +39,11 @@ func spillBenchEnv(b *testing.B, name string, def, lo, hi int64) int64 {
 
 // newSpillBenchTable creates the benchmark's table in dir.
 func newSpillBenchTable(b *testing.B, ctx context.Context, dir string, hosts, hours int) *Table {
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustCreateTable(b, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 	const perAppend = 6 // steps of 10 s: a minute
 	for first := 0; first < hours*360; first += perAppend {
 		batches := tsbsBatches(memory.DefaultAllocator, uint64(first)+1, hosts, first, perAppend, 1<<16)
-		rdr, err := array.NewRecordReader(tsbsSchema(), batches)
-		for _, r := range batches {
-			r.Release()
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, err = tb.Append(ctx, rdr, nil)
-		rdr.Release()
-		if err != nil {
-			b.Fatal(err)
-		}
+		appendTSBSBatches(b, ctx, tb, batches)
 	}
 	return tb
 }

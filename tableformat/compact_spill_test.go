@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -66,20 +67,10 @@ func appendTSBSMinutes(t *testing.T, ctx context.Context, tb *Table, seed uint64
 
 // appendTSBSBatches appends batches (TSBS-shaped) in one append and
 // releases them.
-func appendTSBSBatches(t *testing.T, ctx context.Context, tb *Table, batches []arrow.RecordBatch) {
+func appendTSBSBatches(t testing.TB, ctx context.Context, tb *Table, batches []arrow.RecordBatch) {
 	t.Helper()
-	rdr, err := array.NewRecordReader(tsbsSchema(), batches)
-	for _, r := range batches {
-		r.Release()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = tb.Append(ctx, rdr, nil)
-	rdr.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer testkit.Release(batches)
+	appendTSBS(t, ctx, tb, batches, nil)
 }
 
 // compactedRows compacts tb into one segment sorted by bucket, in memory
@@ -154,10 +145,7 @@ func sameRows(t *testing.T, got, want []string) {
 func TestCompactSpilledEqualsInMemory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 	const hosts, steps, limit = 50, 720, 512 << 10
 	appendTSBSMinutes(t, ctx, tb, 1, hosts, 0, steps)
 	for _, bucket := range []time.Duration{time.Minute, 7 * time.Minute, time.Hour, 24 * time.Hour} {
@@ -194,10 +182,7 @@ func TestCompactSpilledEqualsInMemory(t *testing.T) {
 func TestCompactStreamThenSpill(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 	appendTSBSMinutes(t, ctx, tb, 1, 100, 0, 360)
 	late := tsbsBatches(memory.DefaultAllocator, 99, 130, 120, 240, 1<<16)
 	var keep []arrow.RecordBatch
@@ -248,10 +233,7 @@ func takeRows(t *testing.T, b arrow.RecordBatch, idx []int) arrow.RecordBatch {
 func TestCompactStreamIndexMinLies(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsbsIndex()}, nil)
 	appendTSBSMinutes(t, ctx, tb, 1, 100, 0, 360)
 	// The first minute's segment claims to start 50 minutes later: the
 	// planner reads it after the segments of minutes 1..50.

@@ -21,9 +21,7 @@ import (
 // by (entity, index) in bounded row groups; the table checks clean and
 // takes more appends; a second call has nothing to do.
 func TestCompactMergesSmallAppends(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 200)
+	e, ctx := newCompactEnv(t, 200)
 	before := e.tb.State()
 	if len(before.Segments) != 200 {
 		t.Fatalf("%d segments before", len(before.Segments))
@@ -137,10 +135,7 @@ func TestCompactMergesSmallAppends(t *testing.T) {
 	checkTable(t, ctx, e.tb)
 
 	// A fresh handle reads the same.
-	fresh, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(e.dir), nil)
 	if n := len(tableRows(t, ctx, fresh, nil, e.mem)); n != 2030 {
 		t.Fatalf("a fresh handle reads %d rows", n)
 	}
@@ -150,9 +145,7 @@ func TestCompactMergesSmallAppends(t *testing.T) {
 // packed, in index order, into contiguous groups of at most TargetBytes;
 // MaxGroups and MaxBytes bound a call and Remaining says what is left.
 func TestCompactGroupsByIndexWindow(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 40)
+	e, ctx := newCompactEnv(t, 40)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
 	sizes := map[string]uint64{}
 	var largest uint64
@@ -218,9 +211,7 @@ func TestCompactGroupsByIndexWindow(t *testing.T) {
 // written as several outputs, each verified; their coverage together
 // equals the sources'.
 func TestCompactRollsOutputs(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 60)
+	e, ctx := newCompactEnv(t, 60)
 	rowsBefore := tableRows(t, ctx, e.tb, nil, e.mem)
 	o, err := compactOpts(e.mem).resolve()
 	if err != nil {
@@ -275,8 +266,7 @@ func TestCompactRollsOutputs(t *testing.T) {
 // TestCompactDryRun: a dry run reports the groups and writes and commits
 // nothing.
 func TestCompactDryRun(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 30)
+	e, _ := newCompactEnv(t, 30)
 	v := e.tb.State().Version
 	files := dirSnapshot(t, e.dir)
 	o := compactOpts(e.mem)
@@ -301,9 +291,7 @@ func TestCompactDryRun(t *testing.T) {
 // TestCompactAfterAddColumns: segments written before add_columns are
 // merged with later ones; their rows read null in the new column.
 func TestCompactAfterAddColumns(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	ctx := e.ctx
-	appendSmall(t, ctx, e.tb, e.mem, 0, 10)
+	e, ctx := newCompactEnv(t, 10)
 	if _, err := e.tb.AddColumns(ctx, []Field{{Name: "extra", Type: DataType{Kind: TypeFloat64}, Nullable: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -385,8 +373,7 @@ func TestCompactNothingToDo(t *testing.T) {
 // does not count its rows (as when the 0.9.0 package stored rows without
 // an index value) is not a candidate.
 func TestCompactSkipsSegmentsWithoutFullCoverage(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 3)
+	e, _ := newCompactEnv(t, 3)
 	st := e.tb.State()
 	// Give the first segment the sidecar of a one-row segment.
 	res, err := appendRows(e.ctx, e.tb, e.mem, []row{{sec: 10_000, host: "h0", v: 1}})
@@ -411,8 +398,7 @@ func TestCompactSkipsSegmentsWithoutFullCoverage(t *testing.T) {
 // TestCompactRefusesOptions: invalid options are ErrInvalidInput naming
 // the field and value, before anything is read.
 func TestCompactRefusesOptions(t *testing.T) {
-	e := newAppendEnv(t, tsIndex())
-	appendSmall(t, e.ctx, e.tb, e.mem, 0, 3)
+	e, _ := newCompactEnv(t, 3)
 	cases := []struct {
 		tweak func(*CompactOptions)
 		want  string
@@ -461,10 +447,7 @@ func TestCompactRefusesOptions(t *testing.T) {
 func TestCompactRefusesUnwritableTable(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1", commitJSON(1, metaJSON(7, "[]", `["time_travel"]`, testSchema, "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	o := DefaultCompactOptions()
 	o.DryRun = true
 	if _, err := tb.Compact(context.Background(), o); !errors.Is(err, ErrUnsupported) {

@@ -36,20 +36,14 @@ func testCompactAllTypes(t *testing.T, limit int64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	src, err := Open(ctx, storage.Local(filepath.Join("..", "testdata", "reference", "tables", "all_types")), &Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := mustOpen(t, storage.Local(filepath.Join("..", "testdata", "reference", "tables", "all_types")), &Options{ReadOnly: true})
 	want := tableRows(t, ctx, src, nil, mem)
 	if len(want) != 3 {
 		t.Fatalf("the fixture has %d rows", len(want))
 	}
 	dir := t.TempDir()
 	spec := *src.State().Index()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: spec, Schema: src.State().Schema()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: spec, Schema: src.State().Schema()}, nil)
 	rdr, err := src.Scan(ctx, nil, ScanOptions{Alloc: mem})
 	if err != nil {
 		t.Fatal(err)

@@ -58,23 +58,14 @@ func TestConcurrentAppendsCompactionsScans(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	a, err := Create(ctx, storage.Local(dir), CreateOptions{Index: crashIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: crashIndex()}, nil)
 	// The first append adopts the schema; it is batch 0.
 	res0, err := appendCrashBatch(ctx, a, mem, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustOpen(t, storage.Local(dir), nil)
+	reader := mustOpen(t, storage.Local(dir), nil)
 
 	const writersA, writersB, scanners = 3, 2, 3
 	const writers = writersA + writersB
@@ -250,10 +241,7 @@ func TestConcurrentAppendsCompactionsScans(t *testing.T) {
 	if _, err := a.Compact(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, storage.Local(dir), nil)
 	for _, tb := range []*Table{a, fresh} {
 		if _, err := tb.Refresh(ctx); err != nil {
 			t.Fatal(err)

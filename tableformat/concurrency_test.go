@@ -44,10 +44,7 @@ func commitLoop(ctx context.Context, dir, writer string, count int) (conflicts i
 // versions 2.. hold each expected marker exactly once and nothing else.
 func checkMarkers(t *testing.T, dir string, writers []string, count int) {
 	t.Helper()
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	want := len(writers)*count + 1
 	if v := tb.State().Version; v != uint64(want) {
 		t.Fatalf("table at version %d, want %d (1 create + %d commits)", v, want, len(writers)*count)
@@ -166,14 +163,11 @@ func TestStaleHandleConflict(t *testing.T) {
 	ctx := context.Background()
 	mem := storage.NewMem()
 	a := mustCreate(t, mem)
-	b, err := Open(ctx, mem, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustOpen(t, mem, nil)
 	if _, err := a.Commit(ctx, 1, marker("a")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Commit(ctx, 1, marker("b"))
+	_, err := b.Commit(ctx, 1, marker("b"))
 	var ce *ConflictError
 	if !errors.As(err, &ce) || ce.Expected != 1 || ce.Found != 2 || !errors.Is(err, ErrConflict) {
 		t.Fatalf("stale commit: %v, want conflict expected 1 found 2", err)

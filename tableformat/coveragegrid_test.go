@@ -29,9 +29,7 @@ func gridHoles(t *testing.T) *appendEnv {
 		}
 	}
 	for _, rows := range [][]row{first, second} {
-		if _, err := e.append(rows...); err != nil {
-			t.Fatal(err)
-		}
+		e.mustAppend(t, rows...)
 	}
 	return e
 }
@@ -49,6 +47,18 @@ func edgeSeconds(edges []IndexValue) string {
 		parts[i] = fmt.Sprint(int64(e.Time.Sub(t0).Seconds()))
 	}
 	return strings.Join(parts, " ")
+}
+
+// wantGridRows checks g's rows (as rowLabels renders them) and the
+// covered counts of each.
+func wantGridRows(t *testing.T, g *CoverageGrid, rows, covered string) {
+	t.Helper()
+	if got := rowLabels(g.Rows); got != rows {
+		t.Fatalf("rows %s", got)
+	}
+	if got := fmt.Sprint(g.Covered); got != covered {
+		t.Fatalf("covered %s", got)
+	}
 }
 
 func rowLabels(rows []CoverageGridRow) string {
@@ -78,14 +88,9 @@ func TestCoverageGridDefaultsToTheData(t *testing.T) {
 	if !slices.Equal(g.ColumnIntervals, []uint64{15, 15, 15, 15}) {
 		t.Fatalf("column intervals %v", g.ColumnIntervals)
 	}
-	if got := rowLabels(g.Rows); got != "h1-h1:1 h2-h2:1 h3-h3:1" {
-		t.Fatalf("rows %s", got)
-	}
 	// h2 misses 12..14 of bin 0 and 15..17 of bin 1; h3 has nothing
 	// before interval 30.
-	if got := fmt.Sprint(g.Covered); got != "[[15 15 15 15] [12 12 15 15] [0 0 15 15]]" {
-		t.Fatalf("covered %s", got)
-	}
+	wantGridRows(t, g, "h1-h1:1 h2-h2:1 h3-h3:1", "[[15 15 15 15] [12 12 15 15] [0 0 15 15]]")
 }
 
 func TestCoverageGridBinsAndGroups(t *testing.T) {
@@ -111,12 +116,7 @@ func TestCoverageGridBinsAndGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rowLabels(g.Rows); got != "h1-h2:2 h3-h3:1" {
-		t.Fatalf("rows %s", got)
-	}
-	if got := fmt.Sprint(g.Covered); got != "[[27 27 30 30] [0 0 15 15]]" {
-		t.Fatalf("covered %s", got)
-	}
+	wantGridRows(t, g, "h1-h2:2 h3-h3:1", "[[27 27 30 30] [0 0 15 15]]")
 	// One row and one column: everything.
 	g, err = e.tb.CoverageGrid(e.ctx, st, gridQuery(1, 1))
 	if err != nil || fmt.Sprint(g.Covered) != "[[144]]" || rowLabels(g.Rows) != "h1-h3:3" || edgeSeconds(g.Edges) != "0 600" {
@@ -168,10 +168,7 @@ func TestCoverageGridExplicitRange(t *testing.T) {
 // bounds.
 func TestCoverageGridAtVersion(t *testing.T) {
 	e := gridHoles(t)
-	st, err := e.tb.StateAt(e.ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStateAt(t, e.tb, 2)
 	g, err := e.tb.CoverageGrid(e.ctx, st, gridQuery(2, 200))
 	if err != nil {
 		t.Fatal(err)
@@ -317,12 +314,7 @@ func TestCoverageGridMultiColumnIdentities(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Identities a,1 a,2 a,10 b,1 (dc compares as a number) in two rows.
-	if got := rowLabels(g.Rows); got != "a,1-a,2:2 a,10-b,1:2" {
-		t.Fatalf("rows %s", got)
-	}
 	// Bins [0, 2) and [2, 4): a,1 has key 2; a,2 key 0; a,10 key 3; b,1
 	// keys 0 and 1.
-	if got := fmt.Sprint(g.Covered); got != "[[1 1] [2 1]]" {
-		t.Fatalf("covered %s", got)
-	}
+	wantGridRows(t, g, "a,1-a,2:2 a,10-b,1:2", "[[1 1] [2 1]]")
 }

@@ -33,12 +33,8 @@ func coverageTable(t *testing.T) *appendEnv {
 			rows = append(rows, row{i * 10, "h2", i})
 		}
 	}
-	if _, err := e.append(rows[:60]...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(rows[60:]...); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, rows[:60]...)
+	e.mustAppend(t, rows[60:]...)
 	return e
 }
 
@@ -132,10 +128,7 @@ func TestCoverageRecoversFromMissingSnapshot(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.dir, st.Coverage.Path)); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := Open(e.ctx, e.tb.fs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustOpen(t, e.tb.fs, nil)
 	c, err := fresh.Coverage(e.ctx, fresh.State(), CoverageQuery{Start: tsAt(0), End: tsAt(1000)})
 	if err != nil || c.Covered != 175 {
 		t.Fatalf("rebuilt coverage %+v %v", c, err)

@@ -43,14 +43,8 @@ func TestEarlyFilesFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fsys := storage.NewMem()
-			if _, err := Create(ctx, fsys, CreateOptions{Index: tsIndex()}, nil); err != nil {
-				t.Fatal(err)
-			}
-			ffs := storage.NewFaultFS(fsys)
-			tb, err := Open(ctx, ffs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustCreateTable(t, fsys, CreateOptions{Index: tsIndex()}, nil)
+			ffs, tb := openFaulty(t, fsys, nil)
 			o := DefaultAppendOptions()
 			o.Alloc = mem
 			appendRow := func(r row) error {
@@ -66,7 +60,7 @@ func TestEarlyFilesFailures(t *testing.T) {
 			version := tb.State().Version
 			c.fault.Nth = 1 // the next append's call only
 			ffs.Inject(c.fault)
-			err = appendRow(row{10, "h", 2})
+			err := appendRow(row{10, "h", 2})
 			if err == nil || !errors.Is(err, ErrStorage) || errors.Is(err, ErrAmbiguousOutcome) {
 				t.Fatalf("got %v, want a definite storage error", err)
 			}

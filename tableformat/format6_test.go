@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,33 +97,39 @@ func copyFormat6From(t *testing.T, src, name string) (string, *format6Expected) 
 
 // rowsJSON scans the whole table and returns its rows as canonical JSON
 // lines (timestamps as integer milliseconds since the epoch), sorted.
+// wantRowsJSON checks that tb's rows, as rowsJSON renders them, are exp;
+// what says when.
+func wantRowsJSON(t *testing.T, what string, tb *Table, mem memory.Allocator, exp []string) {
+	t.Helper()
+	if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("%s:\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(exp, "\n"))
+	}
+}
+
 func rowsJSON(t *testing.T, tb *Table, mem memory.Allocator) []string {
 	t.Helper()
-	rdr, err := tb.Scan(context.Background(), tb.State(), ScanOptions{Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, context.Background(), tb, tb.State(), ScanOptions{Alloc: mem}, func(rec arrow.RecordBatch) {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := map[string]any{}
 			for c, f := range rec.Schema().Fields() {
 				row[f.Name] = cellValue(t, rec.Column(c), i)
 			}
-			b, err := json.Marshal(row)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, string(b))
+			out = append(out, jsonLine(t, row))
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	sort.Strings(out)
 	return out
+}
+
+// jsonLine is row encoded as one line of JSON (keys sorted).
+func jsonLine(t *testing.T, row map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func cellValue(t *testing.T, col arrow.Array, i int) any {
@@ -169,11 +174,7 @@ func expectedRowsJSON(t *testing.T, want *format6Expected) []string {
 			}
 			row[k] = v
 		}
-		b, err := json.Marshal(row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, string(b))
+		out = append(out, jsonLine(t, row))
 	}
 	sort.Strings(out)
 	return out
@@ -183,37 +184,17 @@ func expectedRowsJSON(t *testing.T, want *format6Expected) []string {
 func treeDigests(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	walkFiles(t, root, func(p string, b []byte) {
 		rel, _ := filepath.Rel(root, p)
 		sum := sha256.Sum256(b)
 		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
 func sameDigests(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
-	for p, d := range want {
-		if got[p] != d {
-			t.Errorf("%s: %s changed or vanished", what, p)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: %s appeared", what, p)
-		}
-	}
+	reportDiff(t, what, got, want, "changed or vanished", "appeared")
 }
 
 // Every format-6 fixture opens read-only: the version the package
@@ -224,10 +205,7 @@ func TestFormat6OpensReadOnly(t *testing.T) {
 		name := c.name
 		t.Run(c.String(), func(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, name)
-			tb, err := Open(context.Background(), storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), nil)
 			st := tb.State()
 			if st.Version != want.Version {
 				t.Errorf("version %d, want %d", st.Version, want.Version)
@@ -277,10 +255,7 @@ func checkFormat6Coverage(t *testing.T, tb *Table, want *format6Expected) {
 func TestFormat6WritesRefused(t *testing.T) {
 	dir, _ := copyFormat6(t, "ts_entity")
 	before := treeDigests(t, dir)
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	ctx := context.Background()
 	v := tb.State().Version
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -24,49 +24,79 @@ import (
 // interop runs testdata/reference/interop.py and decodes its JSON output.
 func interop(t *testing.T, out any, args ...string) {
 	t.Helper()
-	py := requireReference(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	runPyJSON(t, requireReference(t), filepath.Join("..", "testdata", "reference", "interop.py"), 3*time.Minute, out, args...)
+}
+
+// runPyJSON runs the Python script with args under py, within timeout,
+// and decodes its JSON output into out, integers kept exact.
+func runPyJSON(t *testing.T, py, script string, timeout time.Duration, out any, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("..", "testdata", "reference", "interop.py")}, args...)...)
+	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("interop.py %s: %v\n%s", args[0], err, stderr.String())
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(script), args[0], err, stderr.String())
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber() // keep integers exact
 	if err := dec.Decode(out); err != nil {
-		t.Fatalf("interop.py %s output %q: %v", args[0], b, err)
+		t.Fatalf("%s %s output %q: %v", filepath.Base(script), args[0], b, err)
 	}
+}
+
+// interopShape is a table shape that both implementations write: its
+// index, the reference package's spelling of it, and its Arrow schema.
+type interopShape struct {
+	name   string
+	spec   IndexSpec
+	pySpec string
+	schema *arrow.Schema
+}
+
+// interopBase is the first timestamp (ms) of the interop tables.
+var interopBase = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+// interopShapes are the two shapes of the interop tests: "entity", ts (ms)
+// indexed at 10 s with entity host and v nullable int64, and "global", k
+// int64 indexed by 10 and v nullable int64.
+func interopShapes() (entity, global interopShape) {
+	entity = interopShape{
+		name:   "entity",
+		spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
+		pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
+		schema: arrow.NewSchema([]arrow.Field{
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
+			{Name: "host", Type: arrow.BinaryTypes.String},
+			{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		}, nil),
+	}
+	global = interopShape{
+		name:   "global",
+		spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
+		pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
+		schema: arrow.NewSchema([]arrow.Field{
+			{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+			{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		}, nil),
+	}
+	return entity, global
 }
 
 // interopCase is one table shape appended by both implementations.
 type interopCase struct {
-	name    string
-	spec    IndexSpec
-	pySpec  string
-	schema  *arrow.Schema
+	interopShape
 	batches func(mem memory.Allocator) []arrow.RecordBatch
 }
 
 func interopCases() []interopCase {
-	tsSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
-		{Name: "host", Type: arrow.BinaryTypes.String},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	intSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	}, nil)
-	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	entity, global := interopShapes()
+	tsSchema, intSchema, base := entity.schema, global.schema, interopBase
 	return []interopCase{
 		{
-			name:   "entity",
-			spec:   IndexSpec{Column: "ts", EntityColumns: []string{"host"}, Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Seconds, 10}}},
-			pySpec: `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`,
-			schema: tsSchema,
+			interopShape: entity,
 			batches: func(mem memory.Allocator) []arrow.RecordBatch {
 				var out []arrow.RecordBatch
 				for part := 0; part < 3; part++ {
@@ -89,10 +119,7 @@ func interopCases() []interopCase {
 			},
 		},
 		{
-			name:   "global",
-			spec:   IndexSpec{Column: "k", Kind: IndexKind{Type: IndexInt64, Width: 10}},
-			pySpec: `{"index_column":"k","index_type":"int64","index_granularity":10}`,
-			schema: intSchema,
+			interopShape: global,
 			batches: func(mem memory.Allocator) []arrow.RecordBatch {
 				var out []arrow.RecordBatch
 				for part := 0; part < 3; part++ {
@@ -164,10 +191,7 @@ func interopAppend(t *testing.T, c interopCase, snapshots bool) {
 	defer mem.AssertSize(t, 0)
 	root := t.TempDir()
 	ours, theirs := filepath.Join(root, "tsflight"), filepath.Join(root, "reference")
-	tb, err := Create(ctx, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(ours), CreateOptions{Index: c.spec}, nil)
 	var files []string
 	var rows, sum int64
 	for i, rec := range c.batches(mem) {
@@ -197,10 +221,7 @@ func interopAppend(t *testing.T, c interopCase, snapshots bool) {
 	if len(rep.Appends) != len(files) {
 		t.Fatalf("reference made %d appends", len(rep.Appends))
 	}
-	ref, err := Open(ctx, storage.Local(theirs), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := mustOpen(t, storage.Local(theirs), nil)
 	// Version by version: segment metadata and sidecar bytes.
 	for v := uint64(2); v <= ref.State().Version; v++ {
 		oc, err := tb.log.readCommit(v)
@@ -286,10 +307,7 @@ func findCoverage(c *Commit) string {
 func compareTableCoverage(t *testing.T, what string, tb *Table, v uint64, theirsRoot, theirsPath string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := tb.StateAt(ctx, v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStateAt(t, tb, v)
 	if !st.coverageIsUnion() {
 		t.Errorf("%s: tsflight's pointer is %v, want the segment-union marker", what, st.Coverage)
 	}
@@ -362,14 +380,8 @@ func shiftBatch(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch, c int
 // of an int64 column.
 func scanCountSum(t *testing.T, tb *Table, mem memory.Allocator, column string) (int64, int64) {
 	t.Helper()
-	rdr, err := tb.Scan(context.Background(), tb.State(), ScanOptions{Columns: []string{column}, Alloc: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	var n, s int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, context.Background(), tb, tb.State(), ScanOptions{Columns: []string{column}, Alloc: mem}, func(rec arrow.RecordBatch) {
 		n += rec.NumRows()
 		col := rec.Column(0).(*array.Int64)
 		for i := 0; i < col.Len(); i++ {
@@ -377,9 +389,6 @@ func scanCountSum(t *testing.T, tb *Table, mem memory.Allocator, column string) 
 				s += col.Value(i)
 			}
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return n, s
 }

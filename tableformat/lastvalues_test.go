@@ -33,11 +33,6 @@ func renderRows(rec arrow.RecordBatch) []string {
 // row: what the last-value index must hold, sorted by identity.
 func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string {
 	t.Helper()
-	rdr, err := tb.Scan(ctx, st, ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
 	type best struct {
 		id   coverage.Identity
 		s    int64
@@ -46,8 +41,7 @@ func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string
 	}
 	ix := st.Index()
 	newest := map[string]best{}
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	scanEach(t, ctx, tb, st, ScanOptions{}, func(rec arrow.RecordBatch) {
 		lines := renderRows(rec)
 		sv, uv := indexInts(rec.Column(rec.Schema().FieldIndices(ix.Column)[0]))
 		cols := make([]arrow.Array, len(ix.EntityColumns))
@@ -69,10 +63,7 @@ func bruteLast(t *testing.T, ctx context.Context, tb *Table, st *State) []string
 				newest[id.Key()] = b
 			}
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	all := make([]best, 0, len(newest))
 	for _, b := range newest {
 		all = append(all, b)
@@ -138,10 +129,7 @@ func TestLastValuesFollowTheTable(t *testing.T) {
 		t.Fatalf("unknown host: %v", got)
 	}
 	// An older version is answered too, without disturbing the newest.
-	old, err := e.tb.StateAt(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustStateAt(t, e.tb, 2)
 	wantLast(t, "an older version", ctx, e.tb, old)
 	wantLast(t, "the newest again", ctx, e.tb, e.tb.State())
 
@@ -167,21 +155,14 @@ func TestLastValuesFollowTheTable(t *testing.T) {
 func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1}, row{0, "b", 1})
 	p, n, err := e.tb.PersistLastValues(ctx)
 	if err != nil || n != 2 || p != LastValuesPath(e.tb.State().Version) {
 		t.Fatalf("persist: %q %d %v", p, n, err)
 	}
-	if _, err := e.append(row{10, "a", 2}, row{30, "c", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{10, "a", 2}, row{30, "c", 1})
 	// A new handle starts from the persisted index and catches up.
-	tb2, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := mustOpen(t, storage.Local(e.dir), nil)
 	x := tb2.loadLastIndex(ctx, tb2.State())
 	if x == nil || x.version != 2 {
 		t.Fatalf("loaded %+v, want the index of version 2", x)
@@ -192,10 +173,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.dir, LastValuesPath(2)), []byte("PAR1 not really"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb3, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb3 := mustOpen(t, storage.Local(e.dir), nil)
 	if x := tb3.loadLastIndex(ctx, tb3.State()); x != nil {
 		t.Fatalf("a damaged index was loaded: version %d", x.version)
 	}
@@ -204,10 +182,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 	if _, _, err := tb3.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tb4, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb4 := mustOpen(t, storage.Local(e.dir), nil)
 	x = tb4.loadLastIndex(ctx, tb4.State())
 	if x == nil || x.version != tb4.State().Version {
 		t.Fatalf("loaded %+v, want the newest", x)
@@ -222,9 +197,7 @@ func TestLastValuesPersistAndCatchUp(t *testing.T) {
 func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -243,19 +216,14 @@ func TestLastValuesOfAnotherTableAreIgnored(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(o.dir, LastValuesPath(2)), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Open(ctx, storage.Local(o.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(o.dir), nil)
 	wantLast(t, "another table's index file", ctx, tb, tb.State())
 }
 
 func TestLastValuesRefusals(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1})
 	for _, c := range []struct {
 		opts LastOptions
 		frag string
@@ -284,15 +252,11 @@ func TestLastValuesRefusals(t *testing.T) {
 func TestCheckLastValues(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 1}, row{0, "b", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1}, row{0, "b", 1})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.append(row{10, "a", 2}, row{10, "b", 2}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{10, "a", 2}, row{10, "b", 2})
 	if _, _, err := e.tb.PersistLastValues(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +276,7 @@ func TestCheckLastValues(t *testing.T) {
 		t.Fatalf("clean table: %v", got)
 	}
 	// Version 3's file with version 2's rows (and version 3's metadata).
-	old, err := e.tb.StateAt(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustStateAt(t, e.tb, 2)
 	x2, err := e.tb.lastIndexAt(ctx, old)
 	if err != nil {
 		t.Fatal(err)
@@ -348,10 +309,7 @@ func TestCheckLastValues(t *testing.T) {
 	if got := codes(); !slices.Equal(got, []string{CheckLastValuesCorrupt + "@" + LastValuesPath(3)}) {
 		t.Fatalf("damaged: %v", got)
 	}
-	tb, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	if x := tb.loadLastIndex(ctx, tb.State()); x == nil || x.version != 2 {
 		t.Fatalf("with version 3's index damaged, a reader starts from %+v, want version 2's", x)
 	} else {
@@ -365,9 +323,7 @@ func TestCheckLastValues(t *testing.T) {
 func TestLastValuesConcurrent(t *testing.T) {
 	ctx := context.Background()
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "a", 0}, row{0, "b", 0}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 0}, row{0, "b", 0})
 	done := make(chan struct{})
 	errs := make(chan error, 8)
 	for w := range 4 {
@@ -400,9 +356,7 @@ func TestLastValuesConcurrent(t *testing.T) {
 		}()
 	}
 	for i := 1; i <= 30; i++ {
-		if _, err := e.append(row{int64(i * 10), "a", int64(i)}, row{int64(i * 10), "b", int64(i)}); err != nil {
-			t.Fatal(err)
-		}
+		e.mustAppend(t, row{int64(i * 10), "a", int64(i)}, row{int64(i * 10), "b", int64(i)})
 	}
 	close(done)
 	for range 4 {
@@ -417,10 +371,7 @@ func TestLastValuesConcurrent(t *testing.T) {
 // requested columns.
 func TestLastValuesOfATableWithoutRows(t *testing.T) {
 	ctx := context.Background()
-	tb, err := Create(ctx, storage.Local(t.TempDir()), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(t.TempDir()), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	for _, cols := range [][]string{nil, {"host"}} {

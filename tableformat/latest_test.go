@@ -49,9 +49,7 @@ func TestLatestSegments(t *testing.T) {
 func TestLatestSegmentsNeedsEntityColumns(t *testing.T) {
 	spec := IndexSpec{Column: "ts", Kind: IndexKind{Type: IndexTimestamp, Time: TimeGranularity{Unit: Seconds, N: 1}}}
 	e := newAppendEnv(t, spec)
-	if _, err := e.append(row{0, "a", 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "a", 1})
 	if _, err := e.tb.LatestSegments(context.Background(), e.tb.State()); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("err %v, want ErrInvalidInput", err)
 	}

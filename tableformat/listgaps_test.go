@@ -38,9 +38,7 @@ func manyGapsTable(t *testing.T, n int) *appendEnv {
 	for i := range rows {
 		rows[i] = row{int64(20 * i), "h1", int64(i)}
 	}
-	if _, err := e.append(rows...); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, rows...)
 	return e
 }
 

@@ -22,13 +22,7 @@ import (
 //	go test -run '^$' -bench OpenBesideReference -benchtime 20x ./tableformat/
 func BenchmarkOpenBesideReference(b *testing.B) {
 	const n = 10000
-	dir := ckCloneDir(b, ckLocalLog(b, n))
-	b.Cleanup(func() {
-		if d, ok := ckLocalLogs[n]; ok {
-			os.RemoveAll(d)
-			delete(ckLocalLogs, n)
-		}
-	})
+	dir := ckClonedLog(b, n)
 	ctx := context.Background()
 	l := &logStore{fs: storage.Local(dir), opts: DefaultOptions()}
 	st, err := l.replayTo(ctx, nil, n)

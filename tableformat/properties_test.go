@@ -40,10 +40,7 @@ func TestPropertiesSetReplaceRemove(t *testing.T) {
 	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	opts := DefaultOptions()
 	opts.Now = func() time.Time { return clock }
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, opts)
 	if st := tb.State(); st.Properties != nil || st.KeepSnapshots() != DefaultKeepSnapshots {
 		t.Fatalf("new table: properties %v, keep %s", st.Properties, st.KeepSnapshots())
 	}
@@ -93,10 +90,7 @@ func TestPropertiesSetReplaceRemove(t *testing.T) {
 	ro := DefaultOptions()
 	ro.Now = opts.Now
 	ro.CheckpointInterval = 0
-	again, err := Open(ctx, storage.Local(dir), ro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := mustOpen(t, storage.Local(dir), ro)
 	if again.State().Properties != nil || again.State().Version != 6 {
 		t.Fatalf("reopened: %v at %d", again.State().Properties, again.State().Version)
 	}
@@ -129,10 +123,7 @@ func TestPropertiesSetReplaceRemove(t *testing.T) {
 func TestPropertiesRefusedOnWrite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
 	before := dirSnapshot(t, dir)
 	cases := []struct {
 		name  string
@@ -237,10 +228,7 @@ func TestPropertiesReplayRules(t *testing.T) {
 		writeLog(t, dir, "3\n", createOK,
 			commitJSON(2, metaJSON(7, "[]", "[]", testSchema, ""), props(`{"properties":{"tsflight.keep-versions":"10","tsflight.keep-snapshots":"2h","owner":"x"},"note":"ignored"}`)),
 			commitJSON(3, props(`{"properties":{"owner":""}}`)))
-		tb, err := Open(context.Background(), storage.Local(dir), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := mustOpen(t, storage.Local(dir), nil)
 		want := map[string]string{"tsflight.keep-versions": "10", PropertyKeepSnapshots: "2h"}
 		if st := tb.State(); !maps.Equal(st.Properties, want) || st.KeepSnapshots() != 2*time.Hour {
 			t.Fatalf("properties %v", st.Properties)
@@ -255,10 +243,7 @@ func TestPropertiesReplayRules(t *testing.T) {
 		}
 	})
 	t.Run("Commit replays the action first", func(t *testing.T) {
-		tb, err := Create(context.Background(), storage.NewMem(), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := mustCreateTable(t, storage.NewMem(), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
 		a := SetTableProperties{props: map[string]string{PropertyKeepSnapshots: "later"}}
 		if _, err := tb.Commit(context.Background(), 1, []Action{a}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), PropertyKeepSnapshots) {
 			t.Fatalf("commit of a malformed value: %v", err)
@@ -278,10 +263,7 @@ func TestPropertiesInterop(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	root := t.TempDir()
 	dir := filepath.Join(root, "table")
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: c.spec}, nil)
 	recs := c.batches(mem)
 	defer func() {
 		for _, r := range recs {
@@ -290,12 +272,7 @@ func TestPropertiesInterop(t *testing.T) {
 	}()
 	recs[0].Retain()
 	rdr := readerOf(t, c.schema, recs[0])
-	o := DefaultAppendOptions()
-	o.Alloc = mem
-	if _, err := tb.Append(ctx, rdr, o); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	appendReader(t, ctx, tb, rdr, mem)
 	if _, err := tb.SetProperties(ctx, 2, map[string]string{PropertyKeepSnapshots: "48h", "owner": "ops"}); err != nil {
 		t.Fatal(err)
 	}
@@ -338,10 +315,7 @@ func TestPropertiesSurviveCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	opts := DefaultOptions()
 	opts.CheckpointInterval = 3
-	tb, err := Create(ctx, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex(), Schema: tsSchema()}, opts)
 	want := map[string]string{PropertyKeepSnapshots: "1h", "owner": "ops"}
 	if _, err := tb.SetProperties(ctx, 1, want); err != nil {
 		t.Fatal(err)
@@ -351,10 +325,7 @@ func TestPropertiesSurviveCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	again, err := Open(ctx, storage.Local(dir), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := mustOpen(t, storage.Local(dir), opts)
 	if st := again.State(); st.Version != 7 || !maps.Equal(st.Properties, want) || st.KeepSnapshots() != time.Hour {
 		t.Fatalf("opened from a checkpoint: version %d, properties %v", st.Version, st.Properties)
 	}

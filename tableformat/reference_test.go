@@ -51,25 +51,39 @@ func referenceSets(t *testing.T) []string {
 	return sets
 }
 
+// referenceExpected lists the *.expected.json files of the fixture set
+// set, failing the test when there are fewer than the 7 of every set.
+func referenceExpected(t *testing.T, set string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(set, "*.expected.json"))
+	if err != nil || len(files) < 7 {
+		t.Fatalf("%s: found %d expected files (%v)", set, len(files), err)
+	}
+	return files
+}
+
+// readExpected reads one *.expected.json file.
+func readExpected(t *testing.T, file string) expectedTable {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want expectedTable
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 // TestReadReferenceTables: tsflight opens every table the 0.9.0 package
 // wrote and reports the same version, schema, live segments and bounds;
 // and every commit file re-encodes to the same bytes.
 func TestReadReferenceTables(t *testing.T) {
 	for _, set := range referenceSets(t) {
-		files, err := filepath.Glob(filepath.Join(set, "*.expected.json"))
-		if err != nil || len(files) < 7 {
-			t.Fatalf("%s: found %d expected files (%v)", set, len(files), err)
-		}
-		for _, f := range files {
+		for _, f := range referenceExpected(t, set) {
 			t.Run(filepath.Base(set)+"/"+strings.TrimSuffix(filepath.Base(f), ".expected.json"), func(t *testing.T) {
-				raw, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want expectedTable
-				if err := json.Unmarshal(raw, &want); err != nil {
-					t.Fatal(err)
-				}
+				want := readExpected(t, f)
 				checkReferenceTable(t, filepath.Join(set, want.Name), &want)
 			})
 		}
@@ -79,10 +93,7 @@ func TestReadReferenceTables(t *testing.T) {
 func checkReferenceTable(t *testing.T, dir string, want *expectedTable) {
 	ro := DefaultOptions()
 	ro.ReadOnly = true
-	tb, err := Open(context.Background(), storage.Local(dir), ro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), ro)
 	st := tb.State()
 	if st.Version != want.Version {
 		t.Errorf("version %d, want %d", st.Version, want.Version)

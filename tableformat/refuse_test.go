@@ -66,32 +66,16 @@ func writeLog(t *testing.T, dir string, current string, commits ...string) {
 func dirSnapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[strings.TrimPrefix(p, dir)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	walkFiles(t, dir, func(p string, b []byte) { out[strings.TrimPrefix(p, dir)] = string(b) })
 	return out
 }
 
+// sameSnapshot lists the files that differ between snapshots a and b,
+// sorted and joined by ", "; "" when there are none.
 func sameSnapshot(a, b map[string]string) string {
 	var diffs []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			diffs = append(diffs, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diffs = append(diffs, k)
-		}
-	}
+	add := func(p string) { diffs = append(diffs, p) }
+	diffMaps(b, a, add, add)
 	sort.Strings(diffs)
 	return strings.Join(diffs, ", ")
 }
@@ -206,10 +190,7 @@ func TestOpenAccepts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, LogDir, "CURRENT.tmp"), []byte("9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	st := tb.State()
 	if st.Version != 4 || len(st.Segments) != 2 || st.CoverageVersion != 2 || len(st.Meta.Schema.Columns) != 4 {
 		t.Fatalf("state: version %d, %d segments, coverage v%d, %d columns", st.Version, len(st.Segments), st.CoverageVersion, len(st.Meta.Schema.Columns))

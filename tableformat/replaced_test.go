@@ -26,10 +26,7 @@ import (
 // rpBuild creates a table in dir with one one-row append per sec (host h).
 func rpBuild(t *testing.T, dir, h string, secs ...int64) *Table {
 	t.Helper()
-	tb, err := Create(context.Background(), storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	for _, s := range secs {
 		if _, err := rpAppend(t, tb, h, s); err != nil {
 			t.Fatal(err)
@@ -48,6 +45,19 @@ func rpAppend(t *testing.T, tb *Table, h string, sec int64) (*AppendResult, erro
 	}
 	defer rdr.Release()
 	return tb.Append(context.Background(), rdr, nil)
+}
+
+// rpAppendAt appends a row of h at sec through tb and checks that it
+// lands as version.
+func rpAppendAt(t *testing.T, tb *Table, h string, sec int64, version uint64) {
+	t.Helper()
+	res, err := rpAppend(t, tb, h, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version != version {
+		t.Fatalf("append landed as version %d, want %d", res.Version, version)
+	}
 }
 
 // rpSwap replaces the directory live with other (the old one is removed).
@@ -117,10 +127,7 @@ func TestReplacedByShorterTable(t *testing.T) {
 	var logged bytes.Buffer
 	opts := DefaultOptions()
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
-	tb, err := Open(context.Background(), storage.Local(live), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(live), opts)
 	if _, err := tb.StateAt(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +143,7 @@ func TestReplacedByShorterTable(t *testing.T) {
 	if _, err := tb.StateAt(context.Background(), 4); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("StateAt(4) of the replaced table: %v, want ErrNotFound", err)
 	}
-	res, err := rpAppend(t, tb, "a", 0) // overlapped the old table only
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 3 {
-		t.Fatalf("append landed as version %d, want 3", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 0, 3) // overlapped the old table only
 	rpCheck(t, live, 3, 2)
 }
 
@@ -154,13 +155,7 @@ func TestReplacedByShorterTableAppendWithoutRefresh(t *testing.T) {
 	tb := rpBuild(t, live, "a", 0, 10, 20, 30)
 	rpBuild(t, other, "b", 100)
 	rpSwap(t, live, other)
-	res, err := rpAppend(t, tb, "b", 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 3 {
-		t.Fatalf("append landed as version %d, want 3", res.Version)
-	}
+	rpAppendAt(t, tb, "b", 200, 3)
 	rpCheck(t, live, 3, 2)
 }
 
@@ -188,13 +183,7 @@ func TestReplacedBySameLengthTable(t *testing.T) {
 	if got := tb.State().RowCount(); got != 4 {
 		t.Fatalf("handle holds %d rows", got)
 	}
-	res, err := rpAppend(t, tb, "a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 6 {
-		t.Fatalf("append landed as version %d, want 6", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 0, 6)
 	rpRefresh(t, tb, 6, 5)
 	rpCheck(t, live, 6, 5)
 }
@@ -255,13 +244,7 @@ func TestRestoredOlderBackup(t *testing.T) {
 		}
 	}
 	rpSwap(t, live, backup)
-	res, err := rpAppend(t, tb, "a", 20) // was in the newer, lost history
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 4 {
-		t.Fatalf("append landed as version %d, want 4", res.Version)
-	}
+	rpAppendAt(t, tb, "a", 20, 4) // was in the newer, lost history
 	rpRefresh(t, tb, 4, 3)
 	rpCheck(t, live, 4, 3)
 }
@@ -305,10 +288,7 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	fsys, _ := oneRowAppends(b, 20)
 	dir := b.TempDir()
 	copyFS(b, fsys, storage.Local(dir))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustOpen(b, storage.Local(dir), nil)
 	for b.Loop() {
 		if _, err := tb.Refresh(context.Background()); err != nil {
 			b.Fatal(err)
@@ -316,42 +296,8 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	}
 }
 
+// copyFS writes every file of from into to.
 func copyFS(tb testing.TB, from, to storage.FS) {
 	tb.Helper()
-	var walk func(p string)
-	walk = func(p string) {
-		names, err := from.List(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, n := range names {
-			child := n
-			if p != "." {
-				child = p + "/" + n
-			}
-			info, err := from.Stat(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if info.IsDir {
-				walk(child)
-				continue
-			}
-			data, err := from.ReadFile(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			f, err := to.Create(child)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if _, err := f.Write(data); err != nil {
-				tb.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-	walk(".")
+	walkFS(tb, from, func(name string, data []byte) { ckWriteFile(tb, to, name, data) })
 }

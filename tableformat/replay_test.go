@@ -48,10 +48,7 @@ func oneRowAppends(tb testing.TB, n int) (storage.FS, *Table) {
 func TestReplayLeavesItsBaseAlone(t *testing.T) {
 	ctx := context.Background()
 	_, tb := oneRowAppends(t, 12)
-	old, err := tb.StateAt(ctx, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustStateAt(t, tb, 5)
 	kept := *old
 	kept.Segments = append([]SegmentMeta(nil), old.Segments...)
 	for _, v := range []uint64{13, 8, 6, 13} {

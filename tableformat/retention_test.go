@@ -166,13 +166,7 @@ func segFiles(segs ...SegmentMeta) []string {
 
 // byReason lists the paths of rep's artifacts with reason r, sorted.
 func byReason(rep *VacuumReport, r VacuumReason) []string {
-	var out []string
-	for _, a := range rep.Artifacts {
-		if a.Reason == r {
-			out = append(out, a.Path)
-		}
-	}
-	return out
+	return artifactPaths(rep, func(a VacuumArtifact) bool { return a.Reason == r })
 }
 
 // wantNeverRemoved checks that every file the newest state holds is
@@ -277,10 +271,7 @@ func TestRetentionStateAtErrors(t *testing.T) {
 	e.append(row{20, "h1", 3}) // v4
 	// A handle that never read commit 3 (the writing handle remembers the
 	// timestamps of its own commits and needs no file).
-	other, err := Open(e.ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, storage.Local(e.dir), nil)
 	if err := os.Remove(filepath.Join(e.dir, filepath.FromSlash(CommitPath(3)))); err != nil {
 		t.Fatal(err)
 	}
@@ -291,10 +282,7 @@ func TestRetentionStateAtErrors(t *testing.T) {
 		t.Fatalf("superseding commit missing: %v", err)
 	}
 	mem := storage.NewMem()
-	tb, err := Create(e.ctx, mem, CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, mem, CreateOptions{Index: tsIndex(), Schema: tsSchema()}, nil)
 	ffs := storage.NewFaultFS(mem)
 	if _, err := tb.SetProperties(e.ctx, 1, map[string]string{"owner": "x"}); err != nil {
 		t.Fatal(err)
@@ -302,10 +290,7 @@ func TestRetentionStateAtErrors(t *testing.T) {
 	if _, err := tb.SetProperties(e.ctx, 2, map[string]string{"owner": "y"}); err != nil {
 		t.Fatal(err)
 	}
-	other2, err := Open(e.ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other2 := mustOpen(t, ffs, nil)
 	ffs.Inject(storage.Fault{Op: storage.OpReadFile, Match: func(n string) bool { return n == CommitPath(2) }, Err: errors.New("EIO")})
 	if _, err := other2.StateAt(e.ctx, 1); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), CommitPath(2)) {
 		t.Fatalf("superseding commit unreadable: %v", err)
@@ -602,17 +587,7 @@ func TestRetentionInterop(t *testing.T) {
 	if got := fmt.Sprint(q.Rows); got != "[[4 10]]" {
 		t.Fatalf("0.9.0 after vacuum: %s", got)
 	}
-	p := filepath.Join(t.TempDir(), "more.arrows")
-	rec := inBatch(e.mem, row{30, "h1", 5})
-	writeIPC(t, p, rec)
-	rec.Release()
-	var rep struct {
-		Appends []struct {
-			Version uint64 `json:"version"`
-		} `json:"appends"`
-	}
-	interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, e.dir, p)
-	if len(rep.Appends) != 1 || rep.Appends[0].Version != 6 {
+	if rep := refAppendRows(t, e.dir, inBatch(e.mem, row{30, "h1", 5})); len(rep.Appends) != 1 || rep.Appends[0].Version != 6 {
 		t.Fatalf("0.9.0 append: %+v", rep)
 	}
 	interop(t, &q, "query", e.dir, "SELECT count(*) AS n, sum(v) AS s FROM t")
@@ -643,20 +618,11 @@ func TestRetentionVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 			}
 			writeLog(t, dir, "3\n", createOK, commitJSON(2, metaJSON(7, "[]", "[]", testSchema, ""), segJSON(seg)), commitJSON(3, remove))
 			for _, p := range []string{seg, side} {
-				full := filepath.Join(dir, filepath.FromSlash(p))
-				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(full, []byte("PAR1"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				writeTableFile(t, dir, p, []byte("PAR1"))
 			}
 			opts := DefaultOptions()
 			opts.Now = func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }
-			tb, err := Open(context.Background(), storage.Local(dir), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), opts)
 			rep, err := tb.Vacuum(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -21,11 +21,11 @@ func TestRollbackCancelled(t *testing.T) {
 	e, target := rollbackEnv(t, false)
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	if rep, err := e.tb.Rollback(ctx, target, nil); !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("cancelled: %+v %v", rep, err)
 	}
-	sameHashes(t, "cancelled rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "cancelled rollback", before, treeDigests(t, e.dir))
 }
 
 // TestRollbackStorageErrors: a stat that fails (not "does not exist") on
@@ -34,10 +34,7 @@ func TestRollbackStorageErrors(t *testing.T) {
 	for _, which := range []string{"segment", "sidecar", "snapshot"} {
 		t.Run(which, func(t *testing.T) {
 			e, target := rollbackEnv(t, true)
-			want, err := e.tb.StateAt(e.ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			p := map[string]string{"segment": want.Segments[1].Path, "sidecar": want.Segments[1].CoveragePath, "snapshot": want.Coverage.Path}[which]
 			ffs := storage.NewFaultFS(storage.Local(e.dir))
 			tb, err := Open(e.ctx, ffs, e.opts)
@@ -45,12 +42,12 @@ func TestRollbackStorageErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			ffs.Inject(storage.Fault{Op: storage.OpStat, Match: func(n string) bool { return n == p }, Err: errors.New("EIO")})
-			before := dirHashes(t, e.dir)
+			before := treeDigests(t, e.dir)
 			rep, err := tb.Rollback(e.ctx, target, nil)
 			if !errors.Is(err, ErrStorage) || rep != nil || !strings.Contains(err.Error(), "stat "+p) {
 				t.Fatalf("stat of the %s fails: %+v %v", which, rep, err)
 			}
-			sameHashes(t, "rollback over a failing stat", before, dirHashes(t, e.dir))
+			sameHashes(t, "rollback over a failing stat", before, treeDigests(t, e.dir))
 		})
 	}
 }
@@ -59,10 +56,7 @@ func TestRollbackStorageErrors(t *testing.T) {
 // its commit recorded is corruption, named.
 func TestRollbackSegmentChanged(t *testing.T) {
 	e, target := rollbackEnv(t, false)
-	want, err := e.tb.StateAt(e.ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := mustStateAt(t, e.tb, target)
 	seg := want.Segments[3]
 	f, err := os.OpenFile(filepath.Join(e.dir, filepath.FromSlash(seg.Path)), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -9,11 +9,8 @@
 package tableformat
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,45 +18,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
-// dirHashes maps every file under dir to the SHA-256 of its bytes.
-func dirHashes(t *testing.T, dir string) map[string]string {
+// refAppendReport is what interop.py says of the appends it made.
+type refAppendReport struct {
+	Appends []struct {
+		Version uint64 `json:"version"`
+	} `json:"appends"`
+}
+
+// refAppendRows has the reference package append rec (which it releases)
+// to the entity table (tsIndex) in dir.
+func refAppendRows(t *testing.T, dir string, rec arrow.RecordBatch) refAppendReport {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	p := filepath.Join(t.TempDir(), "more.arrows")
+	writeIPC(t, p, rec)
+	rec.Release()
+	var rep refAppendReport
+	interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, dir, p)
+	return rep
 }
 
 // sameHashes fails when the directory's files changed since before.
 func sameHashes(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
-	for p, h := range after {
-		if before[p] != h {
-			t.Errorf("%s: %s was written", what, p)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: %s was removed", what, p)
-		}
-	}
+	reportDiff(t, what, before, after, "was written", "was removed")
 }
 
 // rollbackEnv builds the history of the tests: appends 0-3 (version
@@ -113,18 +99,12 @@ func TestRollbackRestoresVersion(t *testing.T) {
 			// A second handle that holds the coverage of the newest
 			// version before the rollback (its cache must not be extended
 			// over the rollback).
-			other, err := Open(ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := mustOpen(t, storage.Local(e.dir), nil)
 			if _, err := other.loadCoverage(ctx, other.State()); err != nil {
 				t.Fatal(err)
 			}
 			before := e.tb.State()
-			want, err := e.tb.StateAt(ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			wantRemoved := []string{before.Segments[0].Path, before.Segments[1].Path} // the compacted segment, append 8
 			var wantAdded []string
 			for _, s := range want.Segments {
@@ -156,10 +136,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 				}
 			}
 			// A fresh handle replays the log to the same content.
-			fresh, err := Open(ctx, storage.Local(e.dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fresh := mustOpen(t, storage.Local(e.dir), nil)
 			wantContentOf(t, e, fresh, fresh.State(), want)
 			// The handle that cached the pre-rollback coverage sees the
 			// smaller one.
@@ -213,7 +190,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 // TestRollbackDryRun: the report of the commit, and no byte written.
 func TestRollbackDryRun(t *testing.T) {
 	e, target := rollbackEnv(t, false)
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	st := e.tb.State()
 	rep, err := e.tb.Rollback(e.ctx, target, &RollbackOptions{DryRun: true})
 	if err != nil {
@@ -223,7 +200,7 @@ func TestRollbackDryRun(t *testing.T) {
 		rep.RowsBefore != 90 || rep.RowsAfter != 40 || rep.Coverage != unionCoveragePath {
 		t.Fatalf("dry run: %+v", rep)
 	}
-	sameHashes(t, "dry run", before, dirHashes(t, e.dir))
+	sameHashes(t, "dry run", before, treeDigests(t, e.dir))
 	if v := e.tb.State().Version; v != st.Version {
 		t.Fatalf("dry run moved the handle to %d", v)
 	}
@@ -243,19 +220,19 @@ func TestRollbackNoOp(t *testing.T) {
 	if _, err := e.tb.SetProperties(e.ctx, v, map[string]string{"owner": "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	rep, err := e.tb.Rollback(e.ctx, v, nil)
 	if err != nil || !rep.NoOp || rep.CommittedVersion != 0 || len(rep.Removed)+len(rep.Added) != 0 || rep.RowsBefore != 10 || rep.RowsAfter != 10 {
 		t.Fatalf("no-op rollback: %+v %v", rep, err)
 	}
-	sameHashes(t, "no-op rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "no-op rollback", before, treeDigests(t, e.dir))
 }
 
 // wantRefused runs a rollback that must fail with category cat and every
 // fragment in its message, and checks that nothing was written.
 func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags ...string) {
 	t.Helper()
-	before := dirHashes(t, e.dir)
+	before := treeDigests(t, e.dir)
 	v := e.tb.State().Version
 	for _, dry := range []bool{true, false} {
 		rep, err := e.tb.Rollback(e.ctx, version, &RollbackOptions{DryRun: dry})
@@ -268,7 +245,7 @@ func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags
 			}
 		}
 	}
-	sameHashes(t, "refused rollback", before, dirHashes(t, e.dir))
+	sameHashes(t, "refused rollback", before, treeDigests(t, e.dir))
 	if st, err := e.tb.Refresh(e.ctx); err != nil || st.Version != v {
 		t.Fatalf("after the refusal: %v %v", st, err)
 	}
@@ -292,10 +269,7 @@ func TestRollbackRefusesMissingFiles(t *testing.T) {
 	for _, which := range []string{"segment", "coverage sidecar", "table coverage snapshot"} {
 		t.Run(which, func(t *testing.T) {
 			e, target := rollbackEnv(t, true)
-			want, err := e.tb.StateAt(e.ctx, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustStateAt(t, e.tb, target)
 			p := want.Segments[2].Path
 			switch which {
 			case "coverage sidecar":
@@ -431,17 +405,7 @@ func TestRollbackInterop(t *testing.T) {
 				t.Fatalf("0.9.0 reads %s, tsflight [[%d %d]]", got, n, sum)
 			}
 			// Its append of rows the rollback removed is no overlap.
-			p := filepath.Join(t.TempDir(), "more.arrows")
-			rec := inBatch(e.mem, compactRowsOf(8)...)
-			writeIPC(t, p, rec)
-			rec.Release()
-			var rep struct {
-				Appends []struct {
-					Version uint64 `json:"version"`
-				} `json:"appends"`
-			}
-			interop(t, &rep, "append", `{"index_column":"ts","index_type":"timestamp","index_granularity":"10s","entity_columns":["host"]}`, e.dir, p)
-			if len(rep.Appends) != 1 || rep.Appends[0].Version != e.tb.State().Version+1 {
+			if rep := refAppendRows(t, e.dir, inBatch(e.mem, compactRowsOf(8)...)); len(rep.Appends) != 1 || rep.Appends[0].Version != e.tb.State().Version+1 {
 				t.Fatalf("0.9.0 append: %+v", rep)
 			}
 			interop(t, &q, "query", e.dir, "SELECT count(*) AS n FROM t")

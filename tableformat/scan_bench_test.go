@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -99,18 +100,8 @@ func scanBuildCPUTable(tb testing.TB, dir string, rows, segments int) *Table {
 
 // scanCount runs a scan to the end and returns its row count.
 func scanCount(tb testing.TB, t *Table, opts ScanOptions) int64 {
-	rr, err := t.Scan(context.Background(), nil, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rr.Release()
 	var n int64
-	for rr.Next() {
-		n += rr.RecordBatch().NumRows()
-	}
-	if err := rr.Err(); err != nil {
-		tb.Fatal(err)
-	}
+	scanEach(tb, context.Background(), t, nil, opts, func(rec arrow.RecordBatch) { n += rec.NumRows() })
 	return n
 }
 
@@ -209,10 +200,7 @@ func TestScanPeakRSS(t *testing.T) {
 }
 
 func scanRSSChild(t *testing.T, dir string) {
-	tb, err := Open(context.Background(), storage.Local(dir), &Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 	var opts ScanOptions
 	if v := os.Getenv("TSFLIGHT_SCAN_RSS_PARALLELISM"); v != "" {
 		opts.Parallelism, _ = strconv.Atoi(v)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,18 +251,10 @@ func TestScanCacheMissesReplacedFile(t *testing.T) {
 // the cache's arrays (SharedHolder).
 type holdCounter struct {
 	*memory.CheckedAllocator
-	held, peak atomic.Int64
+	peakGauge // what the scan holds now (cur) and at most (peak)
 }
 
-func (h *holdCounter) Hold(n int64) {
-	v := h.held.Add(n)
-	for {
-		p := h.peak.Load()
-		if v <= p || h.peak.CompareAndSwap(p, v) {
-			return
-		}
-	}
-}
+func (h *holdCounter) Hold(n int64) { h.add(n) }
 
 // A scan whose allocator is a SharedHolder has the cached arrays it passes
 // on charged while it holds them, and nothing once they are released.
@@ -283,16 +274,16 @@ func TestScanCacheChargesSharedBatches(t *testing.T) {
 		var rows int64
 		for rr.Next() {
 			rows += rr.RecordBatch().NumRows()
-			if h.held.Load() <= 0 {
-				t.Fatalf("%s: a batch of cached arrays is held, %d bytes charged", pass, h.held.Load())
+			if h.cur.Load() <= 0 {
+				t.Fatalf("%s: a batch of cached arrays is held, %d bytes charged", pass, h.cur.Load())
 			}
 		}
 		if err := rr.Err(); err != nil {
 			t.Fatal(err)
 		}
 		rr.Release()
-		if rows != 9000 || h.held.Load() != 0 || h.peak.Load() <= 0 {
-			t.Fatalf("%s: %d rows, %d bytes still charged, peak %d", pass, rows, h.held.Load(), h.peak.Load())
+		if rows != 9000 || h.cur.Load() != 0 || h.peak.Load() <= 0 {
+			t.Fatalf("%s: %d rows, %d bytes still charged, peak %d", pass, rows, h.cur.Load(), h.peak.Load())
 		}
 		h.AssertSize(t, 0)
 	}

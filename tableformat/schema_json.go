@@ -69,17 +69,29 @@ func (t DataType) MarshalJSON() ([]byte, error) {
 func (t *DataType) appendJSON(b []byte) []byte {
 	name := t.Kind.String()
 	switch t.Kind {
-	case TypeFixedBinary:
+	case TypeFixedBinary, TypeTimestamp, TypeDecimal, TypeStruct, TypeList, TypeMap:
+		// {"<name>":{<parameters>}}
 		b = append(b, '{')
 		b = appendKey(b, name)
 		b = append(b, '{')
+		b = t.appendParams(b)
+		return append(b, '}', '}')
+	case TypeOther:
+		b = append(b, '{')
+		b = appendKey(b, name)
+		b = appendString(b, t.Other)
+		return append(b, '}')
+	}
+	return appendString(b, name)
+}
+
+// appendParams appends the members of a parameterised type's object.
+func (t *DataType) appendParams(b []byte) []byte {
+	switch t.Kind {
+	case TypeFixedBinary:
 		b = appendKey(b, "byte_width")
 		b = fmt.Appendf(b, "%d", t.ByteWidth)
-		return append(b, '}', '}')
 	case TypeTimestamp:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = append(b, '{')
 		b = appendKey(b, "unit")
 		b = appendString(b, string(t.Unit))
 		b = appendKey(b, "timezone")
@@ -88,34 +100,18 @@ func (t *DataType) appendJSON(b []byte) []byte {
 		} else {
 			b = appendString(b, *t.Timezone)
 		}
-		return append(b, '}', '}')
 	case TypeDecimal:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = append(b, '{')
 		b = appendKey(b, "precision")
 		b = fmt.Appendf(b, "%d", t.Precision)
 		b = appendKey(b, "scale")
 		b = fmt.Appendf(b, "%d", t.Scale)
-		return append(b, '}', '}')
 	case TypeStruct:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = append(b, '{')
 		b = appendKey(b, "fields")
 		b = appendFields(b, t.Fields)
-		return append(b, '}', '}')
 	case TypeList:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = append(b, '{')
 		b = appendKey(b, "elements")
 		b = t.Elem.appendJSON(b)
-		return append(b, '}', '}')
 	case TypeMap:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = append(b, '{')
 		b = appendKey(b, "key")
 		b = t.Key.appendJSON(b)
 		b = appendKey(b, "value")
@@ -134,14 +130,8 @@ func (t *DataType) appendJSON(b []byte) []byte {
 			b = appendKey(b, "null_value_metadata")
 			b = appendStringMap(b, t.NullValueMetadata)
 		}
-		return append(b, '}', '}')
-	case TypeOther:
-		b = append(b, '{')
-		b = appendKey(b, name)
-		b = appendString(b, t.Other)
-		return append(b, '}')
 	}
-	return appendString(b, name)
+	return b
 }
 
 // UnmarshalJSON reads a LogicalSchema.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -187,12 +188,8 @@ func (d *stringDict) lookup(st *dictState, s, e int) bool {
 		st.off = true // rows from here go the dense way
 		return false
 	}
-	if arr.NullN() > 0 {
-		for i := s; i < e; i++ {
-			if arr.IsNull(i) {
-				return false
-			}
-		}
+	if hasNull(arr, s, e) {
+		return false
 	}
 	idx := st.idx[:0]
 	for i := s; i < e; i++ {
@@ -204,6 +201,12 @@ func (d *stringDict) lookup(st *dictState, s, e int) bool {
 	}
 	st.idx = idx
 	return true
+}
+
+// hasNull reports whether arr has a null among rows [s, e).
+func hasNull(arr arrow.Array, s, e int) bool {
+	bm := arr.NullBitmapBytes()
+	return arr.NullN() > 0 && len(bm) > 0 && bitutil.CountSetBits(bm, arr.Data().Offset()+s, e-s) < e-s
 }
 
 // learn adds the new values; if the table refuses one (a probe ran too
@@ -333,12 +336,8 @@ func (d *int64Dict) distinct() int { return d.n }
 
 func (d *int64Dict) lookup(st *dictState, s, e int) bool {
 	arr := d.arr
-	if arr.NullN() > 0 {
-		for i := s; i < e; i++ {
-			if arr.IsNull(i) {
-				return false
-			}
-		}
+	if hasNull(arr, s, e) {
+		return false
 	}
 	if d.window == nil {
 		return false

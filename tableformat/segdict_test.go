@@ -127,13 +127,21 @@ func writeSegmentBytesWith(t *testing.T, batches []arrow.RecordBatch, fast bool,
 	return data
 }
 
+// mixedStringBatches are stringShapes of batches of many sizes (1 row to
+// 70,000), in a checked allocator; they are released, and the allocator
+// checked, when the test ends.
+func mixedStringBatches(t *testing.T) []arrow.RecordBatch {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
+	t.Cleanup(func() { releaseBatches(batches) })
+	return batches
+}
+
 // The fast path writes the very file the dense path writes: same
 // dictionaries, indices, page cuts and statistics.
 func TestStringDictSameFileAsDensePath(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
-	defer releaseBatches(batches)
+	batches := mixedStringBatches(t)
 	for _, c := range []struct {
 		rg    int64
 		codec compress.Compression
@@ -254,10 +262,7 @@ func releaseBatches(batches []arrow.RecordBatch) {
 // that fell back to plain, chunks with nulls, without compression, and row
 // groups cut by rows and by bytes.
 func TestCutPagesSameFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	batches := stringShapes(mem, []int{3000, 70000, 1, 20000, 1023, 1025, 40000})
-	defer releaseBatches(batches)
+	batches := mixedStringBatches(t)
 	for _, c := range []struct {
 		rg, bytes int64
 		codec     compress.Compression
@@ -275,5 +280,41 @@ func TestCutPagesSameFile(t *testing.T) {
 			}()
 			checkSegmentRoundTrip(t, cut, batches)
 		})
+	}
+}
+
+// TestHasNull: hasNull answers as IsNull row by row does, for every range
+// of arrays with and without nulls, sliced at every offset.
+func TestHasNull(t *testing.T) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range 40 {
+		if i%13 == 7 {
+			b.AppendNull()
+		} else {
+			b.Append(int64(i))
+		}
+	}
+	withNulls := b.NewInt64Array()
+	defer withNulls.Release()
+	b.AppendValues([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, nil)
+	noNulls := b.NewInt64Array()
+	defer noNulls.Release()
+	for _, full := range []*array.Int64{withNulls, noNulls} {
+		for off := 0; off < full.Len(); off++ {
+			arr := array.NewSlice(full, int64(off), int64(full.Len())).(*array.Int64)
+			for s := 0; s <= arr.Len(); s++ {
+				for e := s; e <= arr.Len(); e++ {
+					want := false
+					for i := s; i < e; i++ {
+						want = want || arr.IsNull(i)
+					}
+					if got := hasNull(arr, s, e); got != want {
+						t.Fatalf("slice at %d, rows [%d, %d): hasNull %v, want %v", off, s, e, got, want)
+					}
+				}
+			}
+			arr.Release()
+		}
 	}
 }

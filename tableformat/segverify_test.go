@@ -18,10 +18,7 @@ import (
 // the two segments.
 func svTable(t *testing.T, dir string) (*Table, SegmentMeta, SegmentMeta) {
 	t.Helper()
-	tb, err := Create(context.Background(), storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.Local(dir), CreateOptions{Index: tsIndex()}, nil)
 	var segs []SegmentMeta
 	for _, rows := range [][]row{{{0, "a", 1}, {10, "a", 2}, {20, "a", 3}}, {{100, "a", 4}, {110, "a", 5}}} {
 		rec := inBatch(memory.DefaultAllocator, rows...)

@@ -76,10 +76,7 @@ func TestCreateRefusesBadSpecs(t *testing.T) {
 func TestCreateWithAnnotatedSchemaDeclaresFeature(t *testing.T) {
 	s := tsSchema()
 	s.Metadata = map[string]string{"pandas": "{}"}
-	tb, err := Create(context.Background(), storage.NewMem(), CreateOptions{Index: tsIndex(), Schema: s}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustCreateTable(t, storage.NewMem(), CreateOptions{Index: tsIndex(), Schema: s}, nil)
 	m := tb.State().Meta
 	if strings.Join(m.ReaderFeatures, ",") != FeatureSchemaMetadata || strings.Join(m.WriterFeatures, ",") != FeatureSchemaMetadata {
 		t.Fatalf("features %v / %v", m.ReaderFeatures, m.WriterFeatures)

@@ -67,11 +67,8 @@ func TestUpgradeConcurrentCommit(t *testing.T) {
 					t.Error(err)
 				}
 			}}
-			tb, err := Open(ctx, fsys, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = tb.Upgrade(ctx, nil)
+			tb := mustOpen(t, fsys, nil)
+			_, err := tb.Upgrade(ctx, nil)
 			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), msg) {
 				t.Fatalf("upgrade: %v, want ErrConflict saying %q", err, msg)
 			}
@@ -84,10 +81,7 @@ func TestUpgradeConcurrentCommit(t *testing.T) {
 					t.Errorf("failed upgrade left %s", n.Name())
 				}
 			}
-			fresh, err := Open(ctx, storage.Local(dir), &Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fresh := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 			if !fresh.State().Meta.NeedsUpgrade() {
 				t.Fatal("the table is not format 6 after the failed upgrade")
 			}
@@ -105,10 +99,7 @@ func TestUpgradeTornTail(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, LogDir, torn), []byte(`{"version":4,"base_vers`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	rep, err := tb.Upgrade(ctx, &UpgradeOptions{Compact: &CompactOptions{MinSegments: 2, SmallBytes: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,21 +121,15 @@ func TestUpgradeTornTail(t *testing.T) {
 func TestUpgradeRacingUpgrades(t *testing.T) {
 	dir, want := copyFormat6(t, "ts_entity")
 	ctx := context.Background()
-	first, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustOpen(t, storage.Local(dir), nil)
 	noCompact := &CompactOptions{MinSegments: 2, SmallBytes: 1}
 	fsys := hookFS{FS: storage.Local(dir), op: "MkdirAll", before: func() {
 		if _, err := first.Upgrade(ctx, &UpgradeOptions{Compact: noCompact}); err != nil {
 			t.Errorf("the first upgrade: %v", err)
 		}
 	}}
-	second, err := Open(ctx, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = second.Upgrade(ctx, &UpgradeOptions{Compact: noCompact})
+	second := mustOpen(t, fsys, nil)
+	_, err := second.Upgrade(ctx, &UpgradeOptions{Compact: noCompact})
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "no longer format 6") {
 		t.Fatalf("the second upgrade: %v, want ErrConflict", err)
 	}
@@ -183,30 +168,20 @@ func TestUpgradeStorageErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, want := copyFormat6(t, "int64")
 			ctx := context.Background()
-			ffs := storage.NewFaultFS(storage.Local(dir))
-			tb, err := Open(ctx, ffs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ffs, tb := openFaulty(t, storage.Local(dir), nil)
 			ffs.Inject(c.fault)
-			_, err = tb.Upgrade(ctx, nil)
+			_, err := tb.Upgrade(ctx, nil)
 			if !errors.Is(err, boom) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("upgrade: %v, want the injected failure and %q", err, c.msg)
 			}
-			fresh, err := Open(ctx, storage.Local(dir), &Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fresh := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 			if fresh.State().Meta.NeedsUpgrade() == c.swapped {
 				t.Fatalf("after the failure: legacy %d, want the new log in place: %v", fresh.State().Meta.LegacyFormat, c.swapped)
 			}
 			if left, _ := filepath.Glob(filepath.Join(dir, UpgradeStagingPrefix+"*")); !c.swapped && len(left) != 0 {
 				t.Fatalf("a failure before the swap left %v", left)
 			}
-			again, err := Open(ctx, storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			again := mustOpen(t, storage.Local(dir), nil)
 			if _, err := again.Upgrade(ctx, nil); err != nil {
 				t.Fatalf("the next upgrade: %v", err)
 			}
@@ -229,11 +204,7 @@ func TestUpgradeRenameFallbackErrors(t *testing.T) {
 		t.Run(fmt.Sprint("second rename ", second), func(t *testing.T) {
 			dir, want := copyFormat6(t, "int64")
 			ctx := context.Background()
-			ffs := storage.NewFaultFS(storage.Local(dir))
-			tb, err := Open(ctx, ffs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ffs, tb := openFaulty(t, storage.Local(dir), nil)
 			match := func(n string) bool { return n == LogDir }
 			nth := 1
 			if second {
@@ -241,7 +212,7 @@ func TestUpgradeRenameFallbackErrors(t *testing.T) {
 			}
 			ffs.Inject(storage.Fault{Op: storage.OpExchange, Err: storage.ErrExchangeUnsupported},
 				storage.Fault{Op: storage.OpRename, Match: match, Nth: nth, Err: boom})
-			_, err = tb.Upgrade(ctx, nil)
+			_, err := tb.Upgrade(ctx, nil)
 			if !errors.Is(err, boom) {
 				t.Fatalf("upgrade: %v, want the injected failure", err)
 			}
@@ -260,10 +231,7 @@ func TestUpgradeRenameFallbackErrors(t *testing.T) {
 			if left, _ := filepath.Glob(filepath.Join(dir, UpgradeStagingPrefix+"*")); !second && len(left) != 0 {
 				t.Fatalf("a failed first rename left %v", left)
 			}
-			fresh, err := Open(ctx, storage.Local(dir), &Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fresh := mustOpen(t, storage.Local(dir), &Options{ReadOnly: true})
 			if !fresh.State().Meta.NeedsUpgrade() || fresh.State().Version != want.Version {
 				t.Fatalf("after the failure: legacy %d version %d", fresh.State().Meta.LegacyFormat, fresh.State().Version)
 			}

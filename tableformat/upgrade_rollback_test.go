@@ -3,10 +3,7 @@ package tableformat
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
@@ -25,10 +22,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 		}
 		t.Run(c.String(), func(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, c.name)
-			tb, err := Open(ctx, storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), nil)
 			var segsBefore []string
 			for _, s := range tb.State().Segments {
 				segsBefore = append(segsBefore, s.Path)
@@ -58,16 +52,7 @@ func TestUpgradeThenRollback(t *testing.T) {
 			if !slices.Equal(segsAfter, segsBefore) || st.Meta.NeedsUpgrade() {
 				t.Fatalf("after the rollback: segments %v, want %v; needs upgrade %v", segsAfter, segsBefore, st.Meta.NeedsUpgrade())
 			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := expectedRowsJSON(t, want)
-			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
-				t.Fatalf("rows after the rollback:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
-			}
-			if py == "" {
-				return
-			}
-			py09Reads(t, py, dir, st.Version, exp)
+			wantFixtureRows(t, "rows after the rollback", tb, want, py, dir, st.Version)
 		})
 	}
 	if rolled == 0 {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,25 +35,26 @@ func v6Oracle(b []byte) []byte {
 // 0.9.0 and decodes its JSON output ("" py: not installed, skipped).
 func py09(t *testing.T, py string, out any, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("..", "testdata", "format6", "interop09.py")}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("interop09.py %s: %v\n%s", args[0], err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		t.Fatalf("interop09.py output %q: %v", b, err)
-	}
+	runPyJSON(t, py, filepath.Join("..", "testdata", "format6", "interop09.py"), 2*time.Minute, out, args...)
 }
 
 // rowLines renders rows (from JSON) as rowsJSON does.
 // py09Reads checks that the 0.9.0 package reads table dir at version
 // with the rows exp (as rowLines writes them).
+// wantFixtureRows checks that tb holds the fixture's rows (read with a
+// checked allocator) and, when py is set, that the 0.9.0 package reads the
+// same at version; what says when.
+func wantFixtureRows(t *testing.T, what string, tb *Table, want *format6Expected, py, dir string, version uint64) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	exp := expectedRowsJSON(t, want)
+	wantRowsJSON(t, what, tb, mem, exp)
+	if py != "" {
+		py09Reads(t, py, dir, version, exp)
+	}
+}
+
 func py09Reads(t *testing.T, py, dir string, version uint64, exp []string) {
 	t.Helper()
 	var res struct {
@@ -97,10 +97,7 @@ func TestUpgradeFormat6(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, name)
 			ctx := context.Background()
 			before := treeDigests(t, dir)
-			tb, err := Open(ctx, storage.Local(dir), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := mustOpen(t, storage.Local(dir), nil)
 			dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
 			if err != nil {
 				t.Fatal(err)
@@ -169,16 +166,12 @@ func TestUpgradeFormat6(t *testing.T) {
 			} else if rep.Steps[2].State != "not-needed" {
 				t.Fatalf("last-values step %+v", rep.Steps[2])
 			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := expectedRowsJSON(t, want)
-			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp, "\n") {
-				t.Fatalf("rows after upgrade:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
-			}
+			wantFixtureRows(t, "rows after upgrade", tb, want, py, dir, st.Version)
 			if py == "" {
 				return
 			}
-			py09Reads(t, py, dir, st.Version, exp)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
 			row := newRowFor(name)
 			rowJSON, _ := json.Marshal(row)
 			var app struct {
@@ -193,17 +186,12 @@ func TestUpgradeFormat6(t *testing.T) {
 			}
 			exp2 := append(rowLines(t, append(want.Rows, row)), []string{}...)
 			sort.Strings(exp2)
-			if got := rowsJSON(t, tb, mem); strings.Join(got, "\n") != strings.Join(exp2, "\n") {
-				t.Fatalf("tsflight after the 0.9.0 append:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(exp2, "\n"))
-			}
+			wantRowsJSON(t, "tsflight after the 0.9.0 append", tb, mem, exp2)
 			if entity {
 				// The index catches up with the package's append, from a
 				// handle that starts from the persisted index too.
 				wantLast(t, "after a 0.9.0 append", ctx, tb, tb.State())
-				fresh, err := Open(ctx, storage.Local(dir), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				fresh := mustOpen(t, storage.Local(dir), nil)
 				if x := fresh.loadLastIndex(ctx, fresh.State()); x == nil || x.version != st.Version {
 					t.Fatalf("a new handle does not start from the persisted index of version %d", st.Version)
 				} else {
@@ -223,14 +211,8 @@ func TestUpgradeFormat6(t *testing.T) {
 func TestUpgradeOtherHandleNotices(t *testing.T) {
 	dir, want := copyFormat6(t, "int64")
 	ctx := context.Background()
-	h1, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h1 := mustOpen(t, storage.Local(dir), nil)
+	h2 := mustOpen(t, storage.Local(dir), nil)
 	if _, err := h1.Upgrade(ctx, &UpgradeOptions{Compact: &CompactOptions{MinSegments: 2, SmallBytes: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -299,10 +281,7 @@ func TestUpgradeLeftovers(t *testing.T) {
 	}
 	swapped := UpgradeStagingPrefix + "fedcba9876543210"
 	rpCopy(t, filepath.Join(dir, LogDir), filepath.Join(dir, swapped))
-	tb, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	before := treeDigests(t, dir)
 	dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
 	if err != nil {
@@ -334,10 +313,7 @@ func TestUpgradeRenameFallback(t *testing.T) {
 	ctx := context.Background()
 	ffs := storage.NewFaultFS(storage.Local(dir))
 	ffs.Inject(storage.Fault{Op: storage.OpExchange, Err: storage.ErrExchangeUnsupported})
-	tb, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, ffs, nil)
 	rep, err := tb.Upgrade(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -356,11 +332,8 @@ func TestUpgradeRenameFallback(t *testing.T) {
 func TestUpgradeBadOptions(t *testing.T) {
 	dir, _ := copyFormat6(t, "int64")
 	before := treeDigests(t, dir)
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = tb.Upgrade(context.Background(), &UpgradeOptions{Compact: &CompactOptions{TargetBytes: -1}})
+	tb := mustOpen(t, storage.Local(dir), nil)
+	_, err := tb.Upgrade(context.Background(), &UpgradeOptions{Compact: &CompactOptions{TargetBytes: -1}})
 	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "TargetBytes") {
 		t.Fatalf("upgrade: %v, want ErrInvalidInput naming TargetBytes", err)
 	}
@@ -372,10 +345,7 @@ func TestUpgradeBadOptions(t *testing.T) {
 func TestUpgradeVacuumKeepsBackup(t *testing.T) {
 	dir, want := copyFormat6(t, "ts_entity")
 	ctx := context.Background()
-	tb, err := Open(ctx, storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	rep, err := tb.Upgrade(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -26,11 +24,7 @@ func crashAppend(t *testing.T, fsys storage.FS, mem memory.Allocator, rows ...ro
 	t.Helper()
 	ctx := context.Background()
 	before := listAll(t, fsys)
-	ffs := storage.NewFaultFS(fsys)
-	tb, err := Open(ctx, ffs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, tb := openFaulty(t, fsys, nil)
 	ffs.Inject(storage.Fault{Op: storage.OpLink, Match: func(n string) bool { return reCommitFile.MatchString(n) }})
 	rdr := readerOf(t, inSchema(), inBatch(mem, rows...))
 	defer rdr.Release()
@@ -81,9 +75,15 @@ func listAll(t *testing.T, fsys storage.FS) map[string]bool {
 
 // byDisposition lists the paths of rep's artifacts with disposition d.
 func byDisposition(rep *VacuumReport, d VacuumDisposition) []string {
+	return artifactPaths(rep, func(a VacuumArtifact) bool { return a.Disposition == d })
+}
+
+// artifactPaths lists the paths of rep's artifacts that keep accepts, in
+// the report's order.
+func artifactPaths(rep *VacuumReport, keep func(VacuumArtifact) bool) []string {
 	var out []string
 	for _, a := range rep.Artifacts {
-		if a.Disposition == d {
+		if keep(a) {
 			out = append(out, a.Path)
 		}
 	}
@@ -108,12 +108,8 @@ func artifact(t *testing.T, rep *VacuumReport, p string) VacuumArtifact {
 // still reads the same and takes the next append.
 func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 	e := newAppendEnv(t, tsIndex())
-	if _, err := e.append(row{0, "h1", 1}, row{10, "h1", 2}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.append(row{20, "h1", 3}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustAppend(t, row{0, "h1", 1}, row{10, "h1", 2})
+	e.mustAppend(t, row{20, "h1", 3})
 	left := crashAppend(t, e.tb.FS(), e.mem, row{30, "h1", 4})
 	kinds := map[string]bool{}
 	for _, p := range left {
@@ -134,13 +130,7 @@ func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 		LogDir + "/CURRENT.tmp-0123456789abcdef":   "3\n",
 		LogDir + "/_orphaned/0000000009.json.1234": "{",
 	} {
-		full := filepath.Join(e.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, e.dir, p, []byte(data))
 	}
 	stray := append(append([]string(nil), left...), LogDir+"/CURRENT.tmp-0123456789abcdef")
 	sort.Strings(stray)
@@ -228,10 +218,7 @@ func TestVacuumRemovesWhatACrashedAppendLeft(t *testing.T) {
 	if err != nil || rep.Removable != 0 {
 		t.Fatalf("second dry run: %v, %+v", err, rep)
 	}
-	tb, err := Open(ctx, storage.Local(e.dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(e.dir), nil)
 	if n, sum := scanCountSum(t, tb, e.mem, "v"); n != 3 || sum != 6 {
 		t.Fatalf("after vacuum: %d rows, sum %d; want 3, 6", n, sum)
 	}
@@ -287,18 +274,9 @@ func TestVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 	other := "data/_managed/append/1e8d2b4c-6a1f-4c9e-9d3b-2f1e5a7c8b90.parquet"
 	writeLog(t, dir, "2\n", createOK, commitJSON(2, `{"FutureAction":{"files":[{"path":"`+seg+`"}]}}`))
 	for _, p := range []string{seg, other} {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("PAR1"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTableFile(t, dir, p, []byte("PAR1"))
 	}
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	rep, err := tb.Vacuum(context.Background(), &VacuumOptions{OlderThan: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -316,10 +294,7 @@ func TestVacuumKeepsWhatUnknownActionsName(t *testing.T) {
 func TestVacuumRefusesNewerWriters(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, "1\n", commitJSON(1, metaJSON(7, "[]", `["time_travel_v9"]`, "", "")))
-	tb, err := Open(context.Background(), storage.Local(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustOpen(t, storage.Local(dir), nil)
 	if _, err := tb.Vacuum(context.Background(), nil); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("vacuum of a table with an unknown writer feature: %v", err)
 	}
@@ -465,10 +440,7 @@ func TestVacuumApplyRechecks(t *testing.T) {
 			tableCov = p
 		}
 	}
-	other, err := Open(context.Background(), e.mem, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustOpen(t, e.mem, nil)
 	stats := map[string]int{}
 	currentReads := 0
 	// Match functions run at each call, before it: they stage what another
