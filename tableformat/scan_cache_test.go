@@ -168,10 +168,11 @@ func TestScanCacheEvictsAndRejects(t *testing.T) {
 	cacheMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	// Measure one segment's entries with a roomy cache.
 	probe := NewScanCache(64<<20, cacheMem)
-	segs, err := f.tb.State().PlanScan(ScanOptions{})
+	plan, err := f.tb.State().Plan(ScanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	segs := plan.Segments()
 	cacheScan(t, f.tb, probe, ScanOptions{End: &segs[1].IndexMin}) // the first segment alone, whole
 	seg := probe.Stats().Bytes
 	probe.Close()

@@ -451,12 +451,12 @@ func scTv(t time.Time) *IndexValue { x := TimeValue(t); return &x }
 // segments' file names without ".parquet", in plan order.
 func scPlanned(t testing.TB, st *State, opts ScanOptions) []string {
 	t.Helper()
-	segs, err := st.PlanScan(opts)
+	plan, err := st.Plan(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, p := range scSegPaths(segs) {
+	for _, p := range scSegPaths(plan.Segments()) {
 		got = append(got, strings.TrimSuffix(filepath.Base(p), ".parquet"))
 	}
 	return got

@@ -100,12 +100,12 @@ func (p *ScanPlan) part(segs []SegmentMeta) *ScanPlan {
 }
 
 // scanPlansMade counts the scans this process planned (State.Plan,
-// State.PlanScan, Table.Scan and the projection of Table.LastValues all
+// Table.Scan and the projection of Table.LastValues all
 // plan once per call).
 var scanPlansMade atomic.Uint64
 
 // ScanPlansMade returns how many times this process has planned a scan:
-// each [State.Plan], [State.PlanScan] and [Table.Scan] plans once, and so
+// each [State.Plan] and [Table.Scan] plans once, and so
 // does [Table.LastValues] for its columns and entities. It is a figure for
 // tests and diagnostics (a request that should plan once can be checked to
 // plan once).

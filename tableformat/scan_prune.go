@@ -93,16 +93,6 @@ func (r *scanRange) String() string {
 	return fmt.Sprintf("[%d, %d]", r.lo, r.hi)
 }
 
-// PlanScan returns the segments a scan with opts reads, in the order it
-// reads them: the Segments of [State.Plan] (opts), with the same errors.
-func (s *State) PlanScan(opts ScanOptions) ([]SegmentMeta, error) {
-	p, err := s.planScan(opts)
-	if err != nil {
-		return nil, err
-	}
-	return p.segments, nil
-}
-
 // planScan validates opts and computes everything a scan needs except the
 // per-segment decisions.
 func (s *State) planScan(opts ScanOptions) (*scanPlan, error) {

@@ -68,9 +68,9 @@ func TestScanInvalidOptions(t *testing.T) {
 		{ScanOptions{BatchRows: -1}, []string{"batch_rows", "-1"}},
 		{ScanOptions{Parallelism: -2}, []string{"parallelism", "-2"}},
 	} {
-		_, err := f.tb.State().PlanScan(c.opts)
+		_, err := f.tb.State().Plan(c.opts)
 		if !errors.Is(err, ErrInvalidInput) {
-			t.Errorf("%+v: PlanScan error %v, want ErrInvalidInput", c.opts, err)
+			t.Errorf("%+v: Plan error %v, want ErrInvalidInput", c.opts, err)
 			continue
 		}
 		for _, w := range c.want {
@@ -79,7 +79,7 @@ func TestScanInvalidOptions(t *testing.T) {
 			}
 		}
 		if _, err2 := f.tb.Scan(context.Background(), nil, c.opts); err2 == nil || err2.Error() != err.Error() {
-			t.Errorf("Scan error %v, PlanScan error %v", err2, err)
+			t.Errorf("Scan error %v, Plan error %v", err2, err)
 		}
 	}
 }
