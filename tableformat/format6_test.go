@@ -2,8 +2,6 @@ package tableformat
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -180,18 +179,6 @@ func expectedRowsJSON(t *testing.T, want *format6Expected) []string {
 	return out
 }
 
-// treeDigests is the SHA-256 of every file under root, by relative path.
-func treeDigests(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	walkFiles(t, root, func(p string, b []byte) {
-		rel, _ := filepath.Rel(root, p)
-		sum := sha256.Sum256(b)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-	})
-	return out
-}
-
 func sameDigests(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
 	reportDiff(t, what, got, want, "changed or vanished", "appeared")
@@ -254,7 +241,7 @@ func checkFormat6Coverage(t *testing.T, tb *Table, want *format6Expected) {
 // the upgrade command, and nothing under the table root changes.
 func TestFormat6WritesRefused(t *testing.T) {
 	dir, _ := copyFormat6(t, "ts_entity")
-	before := treeDigests(t, dir)
+	before := testkit.Snapshot(t, dir)
 	tb := mustOpen(t, storage.Local(dir), nil)
 	ctx := context.Background()
 	v := tb.State().Version
@@ -311,7 +298,7 @@ func TestFormat6WritesRefused(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNeedsUpgrade naming `tsflight upgrade TABLE`", what, err)
 		}
 	}
-	sameDigests(t, "after refused writes", treeDigests(t, dir), before)
+	sameDigests(t, "after refused writes", testkit.Snapshot(t, dir), before)
 }
 
 // Check reads a format-6 table like any other (no findings); asked to
@@ -330,7 +317,7 @@ func TestFormat6Check(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, LogDir, "CURRENT"), []byte("3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := treeDigests(t, dir)
+	before := testkit.Snapshot(t, dir)
 	rep, err = Check(ctx, storage.Local(dir), CheckOptions{Repair: true})
 	if err == nil {
 		for _, f := range rep.Findings {
@@ -344,5 +331,5 @@ func TestFormat6Check(t *testing.T) {
 	} else if !errors.Is(err, ErrNeedsUpgrade) {
 		t.Fatalf("check --repair: %v, want ErrNeedsUpgrade", err)
 	}
-	sameDigests(t, "after check --repair", treeDigests(t, dir), before)
+	sameDigests(t, "after check --repair", testkit.Snapshot(t, dir), before)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -21,11 +22,11 @@ func TestRollbackCancelled(t *testing.T) {
 	e, target := rollbackEnv(t, false)
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	before := treeDigests(t, e.dir)
+	before := testkit.Snapshot(t, e.dir)
 	if rep, err := e.tb.Rollback(ctx, target, nil); !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("cancelled: %+v %v", rep, err)
 	}
-	sameHashes(t, "cancelled rollback", before, treeDigests(t, e.dir))
+	sameHashes(t, "cancelled rollback", before, testkit.Snapshot(t, e.dir))
 }
 
 // TestRollbackStorageErrors: a stat that fails (not "does not exist") on
@@ -42,12 +43,12 @@ func TestRollbackStorageErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			ffs.Inject(storage.Fault{Op: storage.OpStat, Match: func(n string) bool { return n == p }, Err: errors.New("EIO")})
-			before := treeDigests(t, e.dir)
+			before := testkit.Snapshot(t, e.dir)
 			rep, err := tb.Rollback(e.ctx, target, nil)
 			if !errors.Is(err, ErrStorage) || rep != nil || !strings.Contains(err.Error(), "stat "+p) {
 				t.Fatalf("stat of the %s fails: %+v %v", which, rep, err)
 			}
-			sameHashes(t, "rollback over a failing stat", before, treeDigests(t, e.dir))
+			sameHashes(t, "rollback over a failing stat", before, testkit.Snapshot(t, e.dir))
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -190,7 +191,7 @@ func TestRollbackRestoresVersion(t *testing.T) {
 // TestRollbackDryRun: the report of the commit, and no byte written.
 func TestRollbackDryRun(t *testing.T) {
 	e, target := rollbackEnv(t, false)
-	before := treeDigests(t, e.dir)
+	before := testkit.Snapshot(t, e.dir)
 	st := e.tb.State()
 	rep, err := e.tb.Rollback(e.ctx, target, &RollbackOptions{DryRun: true})
 	if err != nil {
@@ -200,7 +201,7 @@ func TestRollbackDryRun(t *testing.T) {
 		rep.RowsBefore != 90 || rep.RowsAfter != 40 || rep.Coverage != unionCoveragePath {
 		t.Fatalf("dry run: %+v", rep)
 	}
-	sameHashes(t, "dry run", before, treeDigests(t, e.dir))
+	sameHashes(t, "dry run", before, testkit.Snapshot(t, e.dir))
 	if v := e.tb.State().Version; v != st.Version {
 		t.Fatalf("dry run moved the handle to %d", v)
 	}
@@ -220,19 +221,19 @@ func TestRollbackNoOp(t *testing.T) {
 	if _, err := e.tb.SetProperties(e.ctx, v, map[string]string{"owner": "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	before := treeDigests(t, e.dir)
+	before := testkit.Snapshot(t, e.dir)
 	rep, err := e.tb.Rollback(e.ctx, v, nil)
 	if err != nil || !rep.NoOp || rep.CommittedVersion != 0 || len(rep.Removed)+len(rep.Added) != 0 || rep.RowsBefore != 10 || rep.RowsAfter != 10 {
 		t.Fatalf("no-op rollback: %+v %v", rep, err)
 	}
-	sameHashes(t, "no-op rollback", before, treeDigests(t, e.dir))
+	sameHashes(t, "no-op rollback", before, testkit.Snapshot(t, e.dir))
 }
 
 // wantRefused runs a rollback that must fail with category cat and every
 // fragment in its message, and checks that nothing was written.
 func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags ...string) {
 	t.Helper()
-	before := treeDigests(t, e.dir)
+	before := testkit.Snapshot(t, e.dir)
 	v := e.tb.State().Version
 	for _, dry := range []bool{true, false} {
 		rep, err := e.tb.Rollback(e.ctx, version, &RollbackOptions{DryRun: dry})
@@ -245,7 +246,7 @@ func wantRefused(t *testing.T, e *retentionEnv, version uint64, cat error, frags
 			}
 		}
 	}
-	sameHashes(t, "refused rollback", before, treeDigests(t, e.dir))
+	sameHashes(t, "refused rollback", before, testkit.Snapshot(t, e.dir))
 	if st, err := e.tb.Refresh(e.ctx); err != nil || st.Version != v {
 		t.Fatalf("after the refusal: %v %v", st, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat/storage"
 )
 
@@ -96,7 +97,7 @@ func TestUpgradeFormat6(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			dir, want := copyFormat6From(t, c.set, name)
 			ctx := context.Background()
-			before := treeDigests(t, dir)
+			before := testkit.Snapshot(t, dir)
 			tb := mustOpen(t, storage.Local(dir), nil)
 			dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
 			if err != nil {
@@ -111,7 +112,7 @@ func TestUpgradeFormat6(t *testing.T) {
 			if dry.Compact == nil || (dry.Steps[1].State == "planned") == dry.Compact.NoOp {
 				t.Fatalf("dry run compaction step %+v, report %+v", dry.Steps[1], dry.Compact)
 			}
-			sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+			sameDigests(t, "after the dry run", testkit.Snapshot(t, dir), before)
 
 			rep, err := tb.Upgrade(ctx, nil)
 			if err != nil {
@@ -124,7 +125,7 @@ func TestUpgradeFormat6(t *testing.T) {
 			if rep.ConvertedCommits != want.Version || rep.Swap != "exchange" || !strings.HasPrefix(rep.Backup, UpgradeBackupPrefix) || rep.Compact == nil || rep.Compact.NoOp != dry.Compact.NoOp || rep.CommittedVersion != want.Version+compacted {
 				t.Fatalf("report %+v (dry run %+v)", rep, dry)
 			}
-			after := treeDigests(t, dir)
+			after := testkit.Snapshot(t, dir)
 			for p, d := range before {
 				if rel, ok := strings.CutPrefix(p, LogDir+"/"); ok {
 					// The old log is the backup, byte for byte.
@@ -234,7 +235,7 @@ func TestUpgradeOtherHandleNotices(t *testing.T) {
 func TestUpgradeProtocol7(t *testing.T) {
 	dir := t.TempDir()
 	tb := rpBuild(t, dir, "h1", 1, 100, 200)
-	before := treeDigests(t, dir)
+	before := testkit.Snapshot(t, dir)
 	ctx := context.Background()
 	dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
 	if err != nil {
@@ -243,7 +244,7 @@ func TestUpgradeProtocol7(t *testing.T) {
 	if dry.ConvertedCommits != 0 || dry.Steps[0].State != "not-needed" || dry.Compact.NoOp {
 		t.Fatalf("dry run %+v", dry)
 	}
-	sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+	sameDigests(t, "after the dry run", testkit.Snapshot(t, dir), before)
 	rep, err := tb.Upgrade(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func TestUpgradeLeftovers(t *testing.T) {
 	swapped := UpgradeStagingPrefix + "fedcba9876543210"
 	rpCopy(t, filepath.Join(dir, LogDir), filepath.Join(dir, swapped))
 	tb := mustOpen(t, storage.Local(dir), nil)
-	before := treeDigests(t, dir)
+	before := testkit.Snapshot(t, dir)
 	dry, err := tb.Upgrade(ctx, &UpgradeOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +291,7 @@ func TestUpgradeLeftovers(t *testing.T) {
 	if fmt.Sprint(dry.Leftovers) != fmt.Sprint([]string{filepath.Base(stale)}) || fmt.Sprint(dry.LeftoverBackups) != fmt.Sprint([]string{swapped}) {
 		t.Fatalf("dry run leftovers %v, backups %v", dry.Leftovers, dry.LeftoverBackups)
 	}
-	sameDigests(t, "after the dry run", treeDigests(t, dir), before)
+	sameDigests(t, "after the dry run", testkit.Snapshot(t, dir), before)
 	if _, err := tb.Upgrade(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -331,13 +332,13 @@ func TestUpgradeRenameFallback(t *testing.T) {
 // Bad compact options are refused before anything is written.
 func TestUpgradeBadOptions(t *testing.T) {
 	dir, _ := copyFormat6(t, "int64")
-	before := treeDigests(t, dir)
+	before := testkit.Snapshot(t, dir)
 	tb := mustOpen(t, storage.Local(dir), nil)
 	_, err := tb.Upgrade(context.Background(), &UpgradeOptions{Compact: &CompactOptions{TargetBytes: -1}})
 	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "TargetBytes") {
 		t.Fatalf("upgrade: %v, want ErrInvalidInput naming TargetBytes", err)
 	}
-	sameDigests(t, "after refused options", treeDigests(t, dir), before)
+	sameDigests(t, "after refused options", testkit.Snapshot(t, dir), before)
 }
 
 // Vacuum never touches the backup of the old log (nor a staging
@@ -358,7 +359,7 @@ func TestUpgradeVacuumKeepsBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var backup []string
-	for p, d := range treeDigests(t, dir) {
+	for p, d := range testkit.Snapshot(t, dir) {
 		if strings.HasPrefix(p, rep.Backup+"/") || strings.HasPrefix(p, filepath.Base(stray)+"/") {
 			backup = append(backup, p+" "+d)
 		}
@@ -371,7 +372,7 @@ func TestUpgradeVacuumKeepsBackup(t *testing.T) {
 	if len(vrep.Artifacts) == 0 {
 		t.Fatal("vacuum found nothing to consider: the test proves nothing")
 	}
-	after := treeDigests(t, dir)
+	after := testkit.Snapshot(t, dir)
 	for _, b := range backup {
 		p, d, _ := strings.Cut(b, " ")
 		if after[p] != d {
