@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // Action names. NB: clients code against these.
@@ -109,10 +110,7 @@ func (s *Service) runAction(ctx context.Context, name string, body []byte) (any,
 		var a struct {
 			Table string `json:"table"`
 		}
-		if err := decodeJSON(name, body, &a); err != nil {
-			return nil, err
-		}
-		tb, err := s.Table(ctx, a.Table)
+		tb, err := s.openRequested(ctx, name, body, &a, &a.Table, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -214,3 +212,24 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 // category, by the code Status gives it.
 func isNotFound(err error) bool      { return status.Code(Status(err)) == codes.NotFound }
 func isAlreadyExists(err error) bool { return status.Code(Status(err)) == codes.AlreadyExists }
+
+// openRequested decodes an action's JSON body into req and opens the table
+// it names (*table, a field of req), refreshed to its newest version;
+// check, when not nil, vets the request in between.
+func (s *Service) openRequested(ctx context.Context, action string, body []byte, req any, table *string, check func() error) (*tableformat.Table, error) {
+	if err := decodeJSON(action, body, req); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Table(ctx, *table)
+}
+
+// tableFailed is the error of an action that ran on the named table and
+// failed: tableformat's error with the table's name.
+func tableFailed(name string, err error) error {
+	return &catalog.TableError{Name: name, Err: err}
+}
