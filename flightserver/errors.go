@@ -89,3 +89,12 @@ func refuseFlightSQL(cmd []byte) error {
 	}
 	return nil
 }
+
+// decodeCommand decodes the JSON of a CMD descriptor into v, first
+// refusing a Flight SQL command (refuseFlightSQL).
+func decodeCommand(what string, cmd []byte, v any) error {
+	if err := refuseFlightSQL(cmd); err != nil {
+		return err
+	}
+	return decodeJSON(what, cmd, v)
+}
