@@ -314,6 +314,17 @@ func (s *sqlServer) scalar(ctx context.Context, q string) string {
 	return rows[0]
 }
 
+// wantScalars runs each query of want and checks its single value against
+// the one given ("" takes any value: the query only has to run).
+func (s *sqlServer) wantScalars(ctx context.Context, want map[string]string) {
+	s.t.Helper()
+	for q, w := range want {
+		if got := s.scalar(ctx, q); w != "" && got != w {
+			s.t.Errorf("%s = %s, want %s", q, got, w)
+		}
+	}
+}
+
 // plans returns the "sql plan" log lines of table logged so far: planned
 // and total segments, oldest first.
 func (s *sqlServer) plans(table string) [][2]int {
