@@ -124,28 +124,26 @@ func (s *Service) runAction(ctx context.Context, name string, body []byte) (any,
 		return describeWithMaintenance{info, mi}, nil
 	case ActionCoverage, ActionGaps:
 		return s.coverageAction(ctx, name, body)
-	case ActionCoverageGrid:
-		return s.coverageGrid(ctx, body)
-	case ActionAddColumns:
-		return s.addColumns(ctx, body)
-	case ActionSetProperties:
-		return s.setProperties(ctx, body)
-	case ActionVacuum:
-		return s.vacuum(ctx, body)
-	case ActionCheck:
-		return s.check(ctx, body)
-	case ActionCompact:
-		return s.compact(ctx, body)
-	case ActionRollback:
-		return s.rollback(ctx, body)
-	case ActionMaintenance:
-		return s.maintenanceAction(ctx, body)
-	case ActionUpgrade:
-		return s.upgrade(ctx, body)
 	case ActionLast:
 		return s.last(ctx, body)
 	}
+	if run, ok := actionMethods[name]; ok {
+		return run(s, ctx, body)
+	}
 	return nil, UnknownAction(name, false)
+}
+
+// actionMethods are the actions runAction hands to a method of their own.
+var actionMethods = map[string]func(*Service, context.Context, []byte) (any, error){
+	ActionCoverageGrid:  (*Service).coverageGrid,
+	ActionAddColumns:    (*Service).addColumns,
+	ActionSetProperties: (*Service).setProperties,
+	ActionVacuum:        (*Service).vacuum,
+	ActionCheck:         (*Service).check,
+	ActionCompact:       (*Service).compact,
+	ActionRollback:      (*Service).rollback,
+	ActionMaintenance:   (*Service).maintenanceAction,
+	ActionUpgrade:       (*Service).upgrade,
 }
 
 // TableSpec is how to create a table: the body of the create-table action
