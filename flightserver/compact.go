@@ -33,10 +33,8 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := tableformat.DefaultCompactOptions()
+	opts := s.compactOptions()
 	opts.DryRun = req.DryRun
-	opts.MaxRetries = s.opts.AppendRetries
-	opts.Alloc = s.scanAlloc() // the recycling pool, or what tests count
 	opts.MemoryBytes = s.opts.CompactMemory
 	rep, err := tb.Compact(ctx, opts)
 	if err != nil {
@@ -50,4 +48,14 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", guard.CallerName(ctx))
 	}
 	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
+}
+
+// compactOptions are tableformat's default compact options with the
+// service's retries and allocator (the recycling pool, or what tests
+// count).
+func (s *Service) compactOptions() *tableformat.CompactOptions {
+	opts := tableformat.DefaultCompactOptions()
+	opts.MaxRetries = s.opts.AppendRetries
+	opts.Alloc = s.scanAlloc()
+	return opts
 }

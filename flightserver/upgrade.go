@@ -32,10 +32,7 @@ func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := tableformat.DefaultCompactOptions()
-	co.MaxRetries = s.opts.AppendRetries
-	co.Alloc = s.scanAlloc()
-	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: co})
+	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: s.compactOptions()})
 	if err != nil {
 		return nil, tableFailed(req.Table, err)
 	}
