@@ -246,6 +246,19 @@ func (r *result) release() {
 	}
 }
 
+// wantSingle checks that the fetch or query what gave r, without error,
+// one row holding want, and releases r.
+func wantSingle(t testing.TB, what string, r *result, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != want {
+		t.Fatalf("%s = %v, want %s", what, got, want)
+	}
+}
+
 // fetch reads every endpoint of info in order.
 func (s *sqlServer) fetch(ctx context.Context, info *flight.FlightInfo) (*result, error) {
 	res := &result{}
