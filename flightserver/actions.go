@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
+	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // Action names. NB: clients code against these.
@@ -109,10 +110,7 @@ func (s *Service) runAction(ctx context.Context, name string, body []byte) (any,
 		var a struct {
 			Table string `json:"table"`
 		}
-		if err := decodeJSON(name, body, &a); err != nil {
-			return nil, err
-		}
-		tb, err := s.Table(ctx, a.Table)
+		tb, err := s.openRequested(ctx, name, body, &a, &a.Table, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -126,28 +124,26 @@ func (s *Service) runAction(ctx context.Context, name string, body []byte) (any,
 		return describeWithMaintenance{info, mi}, nil
 	case ActionCoverage, ActionGaps:
 		return s.coverageAction(ctx, name, body)
-	case ActionCoverageGrid:
-		return s.coverageGrid(ctx, body)
-	case ActionAddColumns:
-		return s.addColumns(ctx, body)
-	case ActionSetProperties:
-		return s.setProperties(ctx, body)
-	case ActionVacuum:
-		return s.vacuum(ctx, body)
-	case ActionCheck:
-		return s.check(ctx, body)
-	case ActionCompact:
-		return s.compact(ctx, body)
-	case ActionRollback:
-		return s.rollback(ctx, body)
-	case ActionMaintenance:
-		return s.maintenanceAction(ctx, body)
-	case ActionUpgrade:
-		return s.upgrade(ctx, body)
 	case ActionLast:
 		return s.last(ctx, body)
 	}
+	if run, ok := actionMethods[name]; ok {
+		return run(s, ctx, body)
+	}
 	return nil, UnknownAction(name, false)
+}
+
+// actionMethods are the actions runAction hands to a method of their own.
+var actionMethods = map[string]func(*Service, context.Context, []byte) (any, error){
+	ActionCoverageGrid:  (*Service).coverageGrid,
+	ActionAddColumns:    (*Service).addColumns,
+	ActionSetProperties: (*Service).setProperties,
+	ActionVacuum:        (*Service).vacuum,
+	ActionCheck:         (*Service).check,
+	ActionCompact:       (*Service).compact,
+	ActionRollback:      (*Service).rollback,
+	ActionMaintenance:   (*Service).maintenanceAction,
+	ActionUpgrade:       (*Service).upgrade,
 }
 
 // TableSpec is how to create a table: the body of the create-table action
@@ -214,3 +210,24 @@ func (a *TableSpec) options() (tableformat.CreateOptions, error) {
 // category, by the code Status gives it.
 func isNotFound(err error) bool      { return status.Code(Status(err)) == codes.NotFound }
 func isAlreadyExists(err error) bool { return status.Code(Status(err)) == codes.AlreadyExists }
+
+// openRequested decodes an action's JSON body into req and opens the table
+// it names (*table, a field of req), refreshed to its newest version;
+// check, when not nil, vets the request in between.
+func (s *Service) openRequested(ctx context.Context, action string, body []byte, req any, table *string, check func() error) (*tableformat.Table, error) {
+	if err := decodeJSON(action, body, req); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Table(ctx, *table)
+}
+
+// tableFailed is the error of an action that ran on the named table and
+// failed: tableformat's error with the table's name.
+func tableFailed(name string, err error) error {
+	return &catalog.TableError{Name: name, Err: err}
+}

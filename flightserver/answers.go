@@ -20,13 +20,19 @@ type TableVersion struct {
 	Version uint64 `json:"version"`
 }
 
-// CoverageAnswer is the answer of the coverage action.
-type CoverageAnswer struct {
+// RangeAnswer opens the coverage and gaps answers: the table, the version
+// read, the range [Start, End) and the entity asked about, if any.
+type RangeAnswer struct {
 	Table   string                     `json:"table"`
 	Version uint64                     `json:"version"`
 	Start   json.RawMessage            `json:"start"`
 	End     json.RawMessage            `json:"end"`
 	Entity  map[string]json.RawMessage `json:"entity,omitempty"`
+}
+
+// CoverageAnswer is the answer of the coverage action.
+type CoverageAnswer struct {
+	RangeAnswer
 	// Intervals in the range, entities counted (1 for an entity query),
 	// Expected = Intervals × Identities, Covered (entity, interval) pairs
 	// and Ratio = Covered / Expected.
@@ -40,16 +46,12 @@ type CoverageAnswer struct {
 // GapsAnswer is the answer of the gaps action. Longest and LastCovered
 // are null when there is none.
 type GapsAnswer struct {
-	Table            string                     `json:"table"`
-	Version          uint64                     `json:"version"`
-	Start            json.RawMessage            `json:"start"`
-	End              json.RawMessage            `json:"end"`
-	Entity           map[string]json.RawMessage `json:"entity,omitempty"`
-	Gaps             []Span                     `json:"gaps"`
-	Truncated        bool                       `json:"truncated"`
-	MissingIntervals uint64                     `json:"missing_intervals"`
-	Longest          *Span                      `json:"longest"`
-	LastCovered      *Span                      `json:"last_covered"`
+	RangeAnswer
+	Gaps             []Span `json:"gaps"`
+	Truncated        bool   `json:"truncated"`
+	MissingIntervals uint64 `json:"missing_intervals"`
+	Longest          *Span  `json:"longest"`
+	LastCovered      *Span  `json:"last_covered"`
 }
 
 // Span is a [Start, End) stretch of the index in its own units (]
@@ -96,16 +98,22 @@ func spanPtr(s *tableformat.Span) *Span {
 	return &sp
 }
 
+// rangeAnswer is the opening of an answer about table at version over
+// [q.Start, q.End); the caller sets Entity.
+func rangeAnswer(table string, version uint64, q tableformat.CoverageQuery) RangeAnswer {
+	return RangeAnswer{Table: table, Version: version, Start: IndexJSON(q.Start), End: IndexJSON(q.End)}
+}
+
 // NewCoverageAnswer is the answer for a coverage report of table at
 // version over [q.Start, q.End).
 func NewCoverageAnswer(table string, version uint64, q tableformat.CoverageQuery, rep *tableformat.CoverageReport) *CoverageAnswer {
-	return &CoverageAnswer{Table: table, Version: version, Start: IndexJSON(q.Start), End: IndexJSON(q.End),
+	return &CoverageAnswer{RangeAnswer: rangeAnswer(table, version, q),
 		Intervals: rep.Intervals, Identities: rep.Identities, Expected: rep.Expected, Covered: rep.Covered, Ratio: rep.Ratio}
 }
 
 // newGapsAnswer is the answer for a gaps report.
 func newGapsAnswer(table string, version uint64, q tableformat.CoverageQuery, rep *tableformat.GapsReport) *GapsAnswer {
-	a := &GapsAnswer{Table: table, Version: version, Start: IndexJSON(q.Start), End: IndexJSON(q.End),
+	a := &GapsAnswer{RangeAnswer: rangeAnswer(table, version, q),
 		Gaps: make([]Span, len(rep.Gaps)), Truncated: rep.Truncated, MissingIntervals: rep.MissingIntervals,
 		Longest: spanPtr(rep.Longest), LastCovered: spanPtr(rep.LastCovered)}
 	for i, g := range rep.Gaps {

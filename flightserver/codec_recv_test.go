@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
 
 // split cuts b into a BufferSlice of pieces of random sizes (some empty),
@@ -176,7 +178,7 @@ func TestPutCompressedIPCBodies(t *testing.T) {
 // The same from pyarrow: IpcWriteOptions(compression=…) through the
 // client's write options, batches big enough for the direct decoder.
 func TestPutCompressedIPCBodiesPyarrow(t *testing.T) {
-	py := rpPython(t)
+	py := testkit.CrashPython(t)
 	if py == "" {
 		return
 	}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
-	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionCompact names the compact action.
 const ActionCompact = "compact"
 
-type compactRequest struct {
+// dryRunRequest is the body of the compact and upgrade actions.
+type dryRunRequest struct {
 	Table  string `json:"table"`
 	DryRun bool   `json:"dry_run,omitempty"`
 }
@@ -28,24 +28,19 @@ type CompactResult struct {
 }
 
 func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
-	var req compactRequest
-	if err := decodeJSON(ActionCompact, body, &req); err != nil {
-		return nil, err
-	}
-	tb, err := s.Table(ctx, req.Table)
+	var req dryRunRequest
+	tb, err := s.openRequested(ctx, ActionCompact, body, &req, &req.Table, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts := tableformat.DefaultCompactOptions()
+	opts := s.compactOptions()
 	opts.DryRun = req.DryRun
-	opts.MaxRetries = s.opts.AppendRetries
-	opts.Alloc = s.scanAlloc() // the recycling pool, or what tests count
 	opts.MemoryBytes = s.opts.CompactMemory
 	rep, err := tb.Compact(ctx, opts)
 	if err != nil {
 		// An unknown outcome comes with a report too; the error (which
 		// says the new segments were kept) is what the client gets.
-		return nil, &catalog.TableError{Name: req.Table, Err: err}
+		return nil, tableFailed(req.Table, err)
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table compacted", "table", req.Table, "version", rep.CommittedVersion, "sources", rep.SourceSegments,
@@ -53,4 +48,14 @@ func (s *Service) compact(ctx context.Context, body []byte) (any, error) {
 			"retries", rep.Retries, "memory_peak", rep.MemoryPeak, "spilled_runs", rep.SpilledRuns, "spill_bytes", rep.SpillBytes, "by", guard.CallerName(ctx))
 	}
 	return CompactResult{Table: req.Table, CompactReport: *rep}, nil
+}
+
+// compactOptions are tableformat's default compact options with the
+// service's retries and allocator (the recycling pool, or what tests
+// count).
+func (s *Service) compactOptions() *tableformat.CompactOptions {
+	opts := tableformat.DefaultCompactOptions()
+	opts.MaxRetries = s.opts.AppendRetries
+	opts.Alloc = s.scanAlloc()
+	return opts
 }

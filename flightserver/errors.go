@@ -2,7 +2,6 @@ package flightserver
 
 import (
 	"bytes"
-	"errors"
 
 	"google.golang.org/grpc/codes"
 
@@ -47,25 +46,23 @@ func Code(err error) codes.Code {
 	if c := reqerr.Code(err); c != codes.Internal {
 		return c
 	}
-	switch {
-	case errors.Is(err, tableformat.ErrInvalidInput):
-		return codes.InvalidArgument
-	case errors.Is(err, tableformat.ErrNotFound):
-		return codes.NotFound
-	case errors.Is(err, tableformat.ErrAlreadyExists):
-		return codes.AlreadyExists
-	case errors.Is(err, tableformat.ErrUnsupported), errors.Is(err, tableformat.ErrNeedsUpgrade), errors.Is(err, tableformat.ErrOverlap):
-		return codes.FailedPrecondition
-	case errors.Is(err, tableformat.ErrAmbiguousOutcome):
-		return codes.Unknown
-	case errors.Is(err, tableformat.ErrConflict):
-		return codes.Aborted
-	case errors.Is(err, tableformat.ErrCorrupt):
-		return codes.DataLoss
-	case errors.Is(err, tableformat.ErrStorage):
-		return codes.Unavailable
+	if c, ok := reqerr.Lookup(err, tableCodes); ok {
+		return c
 	}
 	return codes.Internal // reqerr.ErrInternal, or no category: a bug
+}
+
+// tableCodes are the codes of the table's categories, in the order Code
+// tests them.
+var tableCodes = []reqerr.Mapping{
+	{Cats: []error{tableformat.ErrInvalidInput}, Code: codes.InvalidArgument},
+	{Cats: []error{tableformat.ErrNotFound}, Code: codes.NotFound},
+	{Cats: []error{tableformat.ErrAlreadyExists}, Code: codes.AlreadyExists},
+	{Cats: []error{tableformat.ErrUnsupported, tableformat.ErrNeedsUpgrade, tableformat.ErrOverlap}, Code: codes.FailedPrecondition},
+	{Cats: []error{tableformat.ErrAmbiguousOutcome}, Code: codes.Unknown},
+	{Cats: []error{tableformat.ErrConflict}, Code: codes.Aborted},
+	{Cats: []error{tableformat.ErrCorrupt}, Code: codes.DataLoss},
+	{Cats: []error{tableformat.ErrStorage}, Code: codes.Unavailable},
 }
 
 // invalidf is a request error of category tableformat.ErrInvalidInput
@@ -91,4 +88,13 @@ func refuseFlightSQL(cmd []byte) error {
 			bytes.TrimPrefix(name, []byte("type.googleapis.com/"))))
 	}
 	return nil
+}
+
+// decodeCommand decodes the JSON of a CMD descriptor into v, first
+// refusing a Flight SQL command (refuseFlightSQL).
+func decodeCommand(what string, cmd []byte, v any) error {
+	if err := refuseFlightSQL(cmd); err != nil {
+		return err
+	}
+	return decodeJSON(what, cmd, v)
 }

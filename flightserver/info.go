@@ -31,11 +31,8 @@ func requestOf(call string, desc *flight.FlightDescriptor) (*ScanRequest, error)
 		}
 		return &ScanRequest{Table: desc.Path[0]}, nil
 	case flight.DescriptorCMD:
-		if err := refuseFlightSQL(desc.Cmd); err != nil {
-			return nil, err
-		}
 		var req ScanRequest
-		if err := decodeJSON("command", desc.Cmd, &req); err != nil {
+		if err := decodeCommand("command", desc.Cmd, &req); err != nil {
 			return nil, err
 		}
 		if err := req.normalize("command"); err != nil {

@@ -29,6 +29,17 @@ func newGate(t *testing.T, l *guard.Limits) *guard.Gate {
 	return g
 }
 
+// gatedCPU starts a server behind a gate with limits l and creates the
+// TSBS table cpu on it.
+func gatedCPU(t *testing.T, l *guard.Limits) (*guard.Gate, *testServer, context.Context) {
+	t.Helper()
+	gate := newGate(t, l)
+	ts := startGatedServer(t, nil, gate)
+	ctx := ctxT(t)
+	ts.createTSBS(ctx, "cpu")
+	return gate, ts, ctx
+}
+
 func TestLimitsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -97,10 +108,7 @@ func tableFiles(t *testing.T, dir string) []string {
 // at the server's request timeout with DeadlineExceeded,
 // commits nothing and leaves no file; the gate counts it out.
 func TestRequestTimeoutEndsStalledPut(t *testing.T) {
-	gate := newGate(t, &guard.Limits{RequestTimeout: 2 * time.Second})
-	ts := startGatedServer(t, nil, gate)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	gate, ts, ctx := gatedCPU(t, &guard.Limits{RequestTimeout: 2 * time.Second})
 
 	start := time.Now()
 	stream := stalledPut(t, ctx, ts, ts.client, "cpu", 0)
@@ -136,10 +144,7 @@ func TestRequestTimeoutEndsStalledPut(t *testing.T) {
 // refused at once with ResourceExhausted naming the flag; when they end,
 // calls are admitted again, and the refused call wrote nothing.
 func TestMaxCallsRefusesBeyondTheLimit(t *testing.T) {
-	gate := newGate(t, &guard.Limits{MaxCalls: 2})
-	ts := startGatedServer(t, nil, gate)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	gate, ts, ctx := gatedCPU(t, &guard.Limits{MaxCalls: 2})
 
 	hold, release := context.WithCancel(ctx)
 	a := stalledPut(t, hold, ts, ts.client, "cpu", 0)
@@ -173,10 +178,7 @@ func TestMaxCallsRefusesBeyondTheLimit(t *testing.T) {
 // TestHeaderListSizeBounded: a call whose headers exceed MaxHeaderListSize
 // is refused before it reaches the server, which goes on answering.
 func TestHeaderListSizeBounded(t *testing.T) {
-	gate := newGate(t, guard.DefaultLimits())
-	ts := startGatedServer(t, nil, gate)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	_, ts, ctx := gatedCPU(t, guard.DefaultLimits())
 	big := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.Repeat("x", guard.MaxHeaderListSize))
 	_, err := ts.action(big, ActionDescribeTable, map[string]any{"table": "cpu"})
 	if err == nil || !strings.Contains(err.Error(), "header list size") {
@@ -192,10 +194,7 @@ func TestHeaderListSizeBounded(t *testing.T) {
 // on a busy connection waits (here until its deadline) without reaching
 // the server, while another connection is served.
 func TestStreamsPerConnQueues(t *testing.T) {
-	gate := newGate(t, &guard.Limits{MaxStreamsPerConn: 1})
-	ts := startGatedServer(t, nil, gate)
-	ctx := ctxT(t)
-	ts.createTSBS(ctx, "cpu")
+	gate, ts, ctx := gatedCPU(t, &guard.Limits{MaxStreamsPerConn: 1})
 
 	hold, release := context.WithCancel(ctx)
 	defer release()

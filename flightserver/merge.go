@@ -253,24 +253,27 @@ func rebase(dst, src []int32, delta int32) {
 	}
 }
 
+// longPairs writes a flatbuffer vector of n structs of two longs, the
+// i-th holding pair(i) in field order.
+func longPairs(b *flatbuffers.Builder, n int, pair func(i int) (int64, int64)) flatbuffers.UOffsetT {
+	b.StartVector(16, n, 8)
+	for i := n - 1; i >= 0; i-- {
+		first, second := pair(i)
+		b.Prep(8, 16)
+		b.PrependInt64(second)
+		b.PrependInt64(first)
+	}
+	return b.EndVector(n)
+}
+
 // header builds the flatbuffer Message of a record batch (Arrow format
 // Message.fbs and Schema.fbs: metadata version V5, no compression).
 func (e *mergeEncoder) header(rows int64) []byte {
 	b := flatbuffers.NewBuilder(256 + 16*(len(e.nodes)+len(e.buffers)))
-	b.StartVector(16, len(e.buffers), 8)
-	for i := len(e.buffers) - 1; i >= 0; i-- {
-		b.Prep(8, 16)
-		b.PrependInt64(e.buffers[i].length)
-		b.PrependInt64(e.buffers[i].offset)
-	}
-	buffers := b.EndVector(len(e.buffers))
-	b.StartVector(16, len(e.nodes), 8)
-	for i := len(e.nodes) - 1; i >= 0; i-- {
-		b.Prep(8, 16)
-		b.PrependInt64(e.nodes[i].nulls)
-		b.PrependInt64(e.nodes[i].length)
-	}
-	nodes := b.EndVector(len(e.nodes))
+	// struct Buffer { offset: long; length: long; }
+	buffers := longPairs(b, len(e.buffers), func(i int) (int64, int64) { return e.buffers[i].offset, e.buffers[i].length })
+	// struct FieldNode { length: long; null_count: long; }
+	nodes := longPairs(b, len(e.nodes), func(i int) (int64, int64) { return e.nodes[i].length, e.nodes[i].nulls })
 	// table RecordBatch { length: long; nodes: [FieldNode]; buffers: [Buffer]; ... }
 	b.StartObject(5)
 	b.PrependInt64Slot(0, rows, 0)

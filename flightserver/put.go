@@ -102,11 +102,8 @@ func (s *Service) putTarget(ctx context.Context, desc *flight.FlightDescriptor, 
 		}
 		return s.Table(ctx, req.Table)
 	case flight.DescriptorCMD:
-		if err := refuseFlightSQL(desc.Cmd); err != nil {
-			return nil, err
-		}
 		var cmd putCommand
-		if err := decodeJSON("DoPut command", desc.Cmd, &cmd); err != nil {
+		if err := decodeCommand("DoPut command", desc.Cmd, &cmd); err != nil {
 			return nil, err
 		}
 		if err := ValidateTableName(cmd.Table); err != nil {

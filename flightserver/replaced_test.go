@@ -2,56 +2,15 @@ package flightserver
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/tsflight/tsflight/internal/testkit"
 )
-
-// rpPython returns the interpreter with timeseries-table-format 0.9.0, or
-// "" (skipping the Python checks) when it is missing outside CI.
-func rpPython(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("TSFLIGHT_PYTHON")
-	if py == "" {
-		py = "python3"
-	}
-	out, err := exec.Command(py, "-c", "import timeseries_table_format as m; print(m.__version__)").CombinedOutput()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must have timeseries-table-format 0.9.0: %v: %s", err, out)
-		}
-		t.Logf("timeseries-table-format is not installed (%v): the Python checks are skipped", err)
-		return ""
-	}
-	if v := strings.TrimSpace(string(out)); v != "0.9.0" {
-		t.Fatalf("timeseries-table-format %s, want 0.9.0", v)
-	}
-	return py
-}
-
-// rpPythonCount opens dir with timeseries-table-format and counts its rows.
-func rpPythonCount(t *testing.T, py, dir string) int64 {
-	t.Helper()
-	const script = `import sys, timeseries_table_format as ttf
-ttf.TimeSeriesTable.open(sys.argv[1])
-s = ttf.Session()
-s.register_tstable("t", sys.argv[1])
-print(s.sql("SELECT count(*) AS n FROM t").to_pylist()[0]["n"])`
-	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("timeseries-table-format could not read the table: %v\n%s", err, out)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-	if err != nil {
-		t.Fatalf("python count %q: %v", out, err)
-	}
-	return n
-}
 
 // root/t (v5, 400 rows) is swapped for another table (v2, 50 rows) behind
 // the server's back: describe, scan and append must answer for the new
@@ -107,8 +66,8 @@ func TestReplacedTableServedFresh(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(live, "_timeseries_log", "0000000006.json")); !os.IsNotExist(err) {
 		t.Fatalf("commit 6 was written on top of the new table: %v", err)
 	}
-	if py := rpPython(t); py != "" {
-		if n := rpPythonCount(t, py, live); n != 60 {
+	if py := testkit.CrashPython(t); py != "" {
+		if n := testkit.PythonRowCount(t, py, live); n != 60 {
 			t.Fatalf("timeseries-table-format counts %d rows, want 60", n)
 		}
 	}

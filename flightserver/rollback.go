@@ -9,7 +9,6 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
-	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionRollback names the rollback action.
@@ -32,16 +31,15 @@ type RollbackResult struct {
 
 func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	var req rollbackRequest
-	if err := decodeJSON(ActionRollback, body, &req); err != nil {
-		return nil, err
-	}
-	if err := ValidateTableName(req.Table); err != nil {
-		return nil, err
-	}
-	if req.Version == nil {
-		return nil, invalidf("rollback: version is required: the version whose content the table gets back (describe-table shows the newest)")
-	}
-	tb, err := s.Table(ctx, req.Table)
+	tb, err := s.openRequested(ctx, ActionRollback, body, &req, &req.Table, func() error {
+		if err := ValidateTableName(req.Table); err != nil {
+			return err
+		}
+		if req.Version == nil {
+			return invalidf("rollback: version is required: the version whose content the table gets back (describe-table shows the newest)")
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +47,7 @@ func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		// An unknown outcome comes with a report too; the error is what
 		// the client gets.
-		return nil, &catalog.TableError{Name: req.Table, Err: err}
+		return nil, tableFailed(req.Table, err)
 	}
 	if !rep.DryRun && !rep.NoOp {
 		s.log.Info("table rolled back", "table", req.Table, "to", rep.TargetVersion, "from", rep.StartingVersion, "version", rep.CommittedVersion,

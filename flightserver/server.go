@@ -120,6 +120,24 @@ type Service struct {
 	traffic  traffic // counted for the metrics (metrics_service.go)
 }
 
+// DefaultBatchRows is the least number of rows per DoGet batch when the
+// options leave it unset.
+const DefaultBatchRows = 1 << 16
+
+// DefaultBasics fills in the options both servers share when unset: a
+// logger that discards, the default allocator and DefaultBatchRows.
+func DefaultBasics(logger *hclog.Logger, alloc *memory.Allocator, batchRows *int) {
+	if *logger == nil {
+		*logger = hclog.NewNullLogger()
+	}
+	if *alloc == nil {
+		*alloc = memory.DefaultAllocator
+	}
+	if *batchRows <= 0 {
+		*batchRows = DefaultBatchRows
+	}
+}
+
 // New returns the service for opts.Root, creating the directory if needed.
 func New(opts *Options) (*Service, error) {
 	o := *opts
@@ -137,15 +155,7 @@ func New(opts *Options) (*Service, error) {
 		return nil, Status(err)
 	}
 	o.Root = root
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.Alloc == nil {
-		o.Alloc = memory.DefaultAllocator
-	}
-	if o.BatchRows <= 0 {
-		o.BatchRows = 1 << 16
-	}
+	DefaultBasics(&o.Logger, &o.Alloc, &o.BatchRows)
 	if o.MaxEndpoints <= 0 {
 		o.MaxEndpoints = runtime.GOMAXPROCS(0)
 	}

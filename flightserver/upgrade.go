@@ -11,7 +11,6 @@ import (
 
 	"github.com/tsflight/tsflight/flightserver/guard"
 	"github.com/tsflight/tsflight/tableformat"
-	"github.com/tsflight/tsflight/tableformat/catalog"
 )
 
 // ActionUpgrade names the upgrade action.
@@ -19,11 +18,6 @@ const ActionUpgrade = "upgrade"
 
 // upgradeActionType is the upgrade action's entry in ListActions.
 var upgradeActionType = &flight.ActionType{Type: ActionUpgrade, Description: `Upgrade a format-6 table (timeseries-table-format 0.5 and older) to protocol 7: every commit is converted into a new log that replaces the old one atomically (kept as _timeseries_log.format6-<time>; data files are not touched), then small segments are compacted. A protocol-7 table is only compacted. Body: {"table", "dry_run"?: false}. Result: table, dry_run, starting_version, committed_version, legacy_format, converted_commits, backup, swap, leftovers, leftover_backups, steps [{step, state, detail}], compact (as the compact action).`}
-
-type upgradeRequest struct {
-	Table  string `json:"table"`
-	DryRun bool   `json:"dry_run,omitempty"`
-}
 
 // UpgradeResult is the answer of the upgrade action: the table's name and
 // tableformat's report.
@@ -33,20 +27,14 @@ type UpgradeResult struct {
 }
 
 func (s *Service) upgrade(ctx context.Context, body []byte) (any, error) {
-	var req upgradeRequest
-	if err := decodeJSON(ActionUpgrade, body, &req); err != nil {
-		return nil, err
-	}
-	tb, err := s.Table(ctx, req.Table)
+	var req dryRunRequest
+	tb, err := s.openRequested(ctx, ActionUpgrade, body, &req, &req.Table, nil)
 	if err != nil {
 		return nil, err
 	}
-	co := tableformat.DefaultCompactOptions()
-	co.MaxRetries = s.opts.AppendRetries
-	co.Alloc = s.scanAlloc()
-	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: co})
+	rep, err := tb.Upgrade(ctx, &tableformat.UpgradeOptions{DryRun: req.DryRun, Compact: s.compactOptions()})
 	if err != nil {
-		return nil, &catalog.TableError{Name: req.Table, Err: err}
+		return nil, tableFailed(req.Table, err)
 	}
 	if !rep.DryRun {
 		s.log.Info("table upgraded", "table", req.Table, "converted_commits", rep.ConvertedCommits, "backup", rep.Backup,

@@ -6,13 +6,13 @@ package flightserver
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/tsflight/tsflight/internal/testkit"
 	"github.com/tsflight/tsflight/tableformat"
 )
 
@@ -31,15 +31,7 @@ func plantStray(t *testing.T, dir, segment string) []string {
 		"_coverage/table/3-tblcov-0123456789abcdef0123456789abcdef-7c9e6679-7425-40de-944b-e07fc1f90ae7.roar":  []byte("roar"),
 		"_timeseries_log/.0000000003.json.tmp-00112233445566ff":                                                []byte(`{"version":3}`),
 	}
-	var out []string
-	for p, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return testkit.WriteFiles(t, dir, files)
 }
 
 func vacuumPaths(res VacuumResult, disposition string) []string {

@@ -142,13 +142,7 @@ func TestUnfetchedQueryStopsWithConnection(t *testing.T) {
 	// a call of its own), nothing is left after.
 	info := s.mustExecute(t, ctx, "SELECT 42")
 	r, err := s.fetch(ctx, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "42" {
-		t.Fatalf("SELECT 42 = %v", got)
-	}
-	r.release()
+	wantSingle(t, "SELECT 42", r, err, "42")
 	waitFor(t, "a fetched query still counts", func() bool { return gate.InFlight() == 0 })
 	if got := stops.list(); len(got) != 1 {
 		t.Fatalf("stops %v: the fetched query was stopped too", got)
@@ -189,13 +183,7 @@ func TestUnfetchedQueriesRespectMaxCalls(t *testing.T) {
 		t.Fatalf("%d queries wait for their DoGet, want 2", waiting)
 	}
 	r, err := s.fetch(ctx, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "7" {
-		t.Fatalf("SELECT 7 = %v", got)
-	}
-	r.release()
+	wantSingle(t, "SELECT 7", r, err, "7")
 	for _, info := range infos {
 		if _, err := s.client.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info}); err != nil {
 			t.Fatal(err)

@@ -93,13 +93,7 @@ func (s *sqlServer) answersNext(ctx context.Context, q, want string) {
 	defer cancel()
 	start := time.Now()
 	r, err := s.query(qctx, q)
-	if err != nil {
-		s.t.Fatalf("next query: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != want {
-		s.t.Fatalf("next query: %v", got)
-	}
+	wantSingle(s.t, "next query", r, err, want)
 	s.t.Logf("next query took %v", time.Since(start))
 }
 
@@ -172,13 +166,7 @@ func TestCancelFlightInfoBeforeDoGet(t *testing.T) {
 	wantCode(t, "second DoGet of a cancelled FlightInfo", err, codes.Canceled)
 	// Another FlightInfo of the same statement is unaffected.
 	r, err := s.fetch(ctx, other)
-	if err != nil {
-		t.Fatalf("DoGet of another FlightInfo: %v", err)
-	}
-	defer r.release()
-	if got := r.rowsOf(); len(got) != 1 || got[0] != "7200" {
-		t.Fatalf("other: %v", got)
-	}
+	wantSingle(t, "DoGet of another FlightInfo", r, err, "7200")
 
 	// A prepared statement's FlightInfo cancels the same way.
 	p := s.prepare(ctx, "SELECT count(*) FROM cpu")

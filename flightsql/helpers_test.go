@@ -246,6 +246,19 @@ func (r *result) release() {
 	}
 }
 
+// wantSingle checks that the fetch or query what gave r, without error,
+// one row holding want, and releases r.
+func wantSingle(t testing.TB, what string, r *result, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	defer r.release()
+	if got := r.rowsOf(); len(got) != 1 || got[0] != want {
+		t.Fatalf("%s = %v, want %s", what, got, want)
+	}
+}
+
 // fetch reads every endpoint of info in order.
 func (s *sqlServer) fetch(ctx context.Context, info *flight.FlightInfo) (*result, error) {
 	res := &result{}
@@ -312,6 +325,17 @@ func (s *sqlServer) scalar(ctx context.Context, q string) string {
 		s.t.Fatalf("%s: %d rows, want 1", q, len(rows))
 	}
 	return rows[0]
+}
+
+// wantScalars runs each query of want and checks its single value against
+// the one given ("" takes any value: the query only has to run).
+func (s *sqlServer) wantScalars(ctx context.Context, want map[string]string) {
+	s.t.Helper()
+	for q, w := range want {
+		if got := s.scalar(ctx, q); w != "" && got != w {
+			s.t.Errorf("%s = %s, want %s", q, got, w)
+		}
+	}
 }
 
 // plans returns the "sql plan" log lines of table logged so far: planned

@@ -439,15 +439,15 @@ func TestPreparedErrors(t *testing.T) {
 	wantCode(t, "execute a made-up handle", err, codes.NotFound)
 
 	// Writes are refused at prepare time.
-	for _, q := range []string{
+	wantReadOnly(t, "prepare ", []string{
 		"INSERT INTO cpu VALUES (now(), 'x', 1)",
 		"CREATE TABLE t (x INT)",
 		"UPDATE cpu SET usage = 0",
 		"DROP TABLE cpu",
-	} {
+	}, func(q string) error {
 		_, err := s.client.Prepare(ctx, q)
-		wantCode(t, "prepare "+q, err, codes.InvalidArgument, "read-only")
-	}
+		return err
+	})
 	// Other prepare errors.
 	_, err = s.client.Prepare(ctx, "SELECT * FROM nosuchtable WHERE x = ?")
 	wantCode(t, "prepare over a missing table", err, codes.NotFound, "nosuchtable")
@@ -549,17 +549,26 @@ func TestStatementSchemaMatchesStream(t *testing.T) {
 	wantCode(t, "GetExecuteSchema of a DELETE", err, codes.InvalidArgument, "read-only")
 }
 
+// wantReadOnly checks that run refuses each query of qs as a write
+// (InvalidArgument, "read-only"); what, before the query, names the call.
+func wantReadOnly(t *testing.T, what string, qs []string, run func(q string) error) {
+	t.Helper()
+	for _, q := range qs {
+		wantCode(t, what+q, run(q), codes.InvalidArgument, "read-only")
+	}
+}
+
 func TestStatementUpdateIsRefused(t *testing.T) {
 	s, ctx := startCPU(t, 1)
-	for _, q := range []string{
+	wantReadOnly(t, "ExecuteUpdate ", []string{
 		"INSERT INTO cpu VALUES (now(), 'x', 1)",
 		"DELETE FROM cpu",
 		"CREATE TABLE t (x INT)",
 		"SELECT 1",
-	} {
+	}, func(q string) error {
 		_, err := s.client.ExecuteUpdate(ctx, q)
-		wantCode(t, "ExecuteUpdate "+q, err, codes.InvalidArgument, "read-only")
-	}
+		return err
+	})
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "7200" {
 		t.Fatalf("count = %s", got)
 	}

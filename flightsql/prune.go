@@ -162,15 +162,7 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (set scanSe
 	var insCol string
 	for _, c := range conds {
 		if strings.EqualFold(c.column, ix.Column) {
-			vals := make([]bound, 0, len(c.vals))
-			for _, ve := range c.vals {
-				b, good := boundOf(st, ve, args)
-				if !good {
-					vals = nil
-					break
-				}
-				vals = append(vals, b)
-			}
+			vals := convertAll(c.vals, func(ve valueExpr) (bound, bool) { return boundOf(st, ve, args) })
 			if len(vals) == 0 {
 				continue
 			}
@@ -211,15 +203,7 @@ func scanOptionsFor(st *tableformat.State, conds []cond, args []any) (set scanSe
 				continue
 			}
 			f, _ := schema.Column(ec)
-			var list []tableformat.EntityValue
-			for _, ve := range c.vals {
-				ev, good := entityValueOf(f, ve, args)
-				if !good {
-					list = nil
-					break
-				}
-				list = append(list, ev)
-			}
+			list := convertAll(c.vals, func(ve valueExpr) (tableformat.EntityValue, bool) { return entityValueOf(f, ve, args) })
 			switch {
 			case len(list) == 0:
 			case len(list) == 1:
@@ -367,6 +351,20 @@ func indexDuckType(st *tableformat.State) string {
 // TIMESTAMP_S drop it.
 func offsetApplies(typ string) bool {
 	return typ == "TIMESTAMP WITH TIME ZONE" || typ == "TIMESTAMP_NS"
+}
+
+// convertAll converts every value with conv, or returns nil when one
+// cannot be.
+func convertAll[T any](vals []valueExpr, conv func(valueExpr) (T, bool)) []T {
+	out := make([]T, 0, len(vals))
+	for _, ve := range vals {
+		v, good := conv(ve)
+		if !good {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // boundOf reads a compared value the way DuckDB will. A string becomes the

@@ -173,17 +173,13 @@ func TestQueryErrors(t *testing.T) {
 	if got := s.scalar(ctx, "SELECT count(*) FROM cpu"); got != "7200" {
 		t.Fatalf("count = %s", got)
 	}
-	for q, want := range map[string]string{
+	s.wantScalars(ctx, map[string]string{
 		"SELECT count(*) FROM range(10)":                                  "10",
 		"SELECT count(*) FROM generate_series(1, 5)":                      "5",
 		"SELECT sum(x) FROM unnest([1, 2, 3]) AS t(x)":                    "6",
 		"WITH c AS (SELECT * FROM cpu) SELECT count(*) FROM c":            "7200",
 		"SELECT count(*) FROM (SELECT * FROM cpu USING SAMPLE 10 ROWS) t": "10",
-	} {
-		if got := s.scalar(ctx, q); got != want {
-			t.Errorf("%s = %s, want %s", q, got, want)
-		}
-	}
+	})
 }
 
 func TestLatestRowPerEntityReadsOnlyNewestSegments(t *testing.T) {

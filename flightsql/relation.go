@@ -126,39 +126,41 @@ func segmentLost(root, table, seg string, err error) error {
 	return reqerr.Errorf(tableformat.ErrCorrupt, "table %s: segment %s cannot be read: %s", table, seg, scrubRoot(err.Error(), root))
 }
 
+// duckScalarTypes are the DuckDB types of the Arrow types whose DuckDB
+// type does not depend on their parameters (duckType).
+var duckScalarTypes = map[arrow.Type]string{
+	arrow.BOOL:              "BOOLEAN",
+	arrow.INT8:              "TINYINT",
+	arrow.INT16:             "SMALLINT",
+	arrow.INT32:             "INTEGER",
+	arrow.INT64:             "BIGINT",
+	arrow.UINT8:             "UTINYINT",
+	arrow.UINT16:            "USMALLINT",
+	arrow.UINT32:            "UINTEGER",
+	arrow.UINT64:            "UBIGINT",
+	arrow.FLOAT16:           "FLOAT",
+	arrow.FLOAT32:           "FLOAT",
+	arrow.FLOAT64:           "DOUBLE",
+	arrow.STRING:            "VARCHAR",
+	arrow.LARGE_STRING:      "VARCHAR",
+	arrow.STRING_VIEW:       "VARCHAR",
+	arrow.BINARY:            "BLOB",
+	arrow.LARGE_BINARY:      "BLOB",
+	arrow.BINARY_VIEW:       "BLOB",
+	arrow.FIXED_SIZE_BINARY: "BLOB",
+	arrow.DATE32:            "DATE",
+	arrow.DATE64:            "DATE",
+	arrow.TIME32:            "TIME",
+	arrow.TIME64:            "TIME",
+	arrow.DURATION:          "INTERVAL",
+}
+
 // duckType names the DuckDB type of an Arrow type, for typed NULLs.
 func duckType(t arrow.DataType) (string, error) {
+	if name, ok := duckScalarTypes[t.ID()]; ok {
+		return name, nil
+	}
 	switch t := t.(type) {
-	case *arrow.BooleanType:
-		return "BOOLEAN", nil
-	case *arrow.Int8Type:
-		return "TINYINT", nil
-	case *arrow.Int16Type:
-		return "SMALLINT", nil
-	case *arrow.Int32Type:
-		return "INTEGER", nil
-	case *arrow.Int64Type:
-		return "BIGINT", nil
-	case *arrow.Uint8Type:
-		return "UTINYINT", nil
-	case *arrow.Uint16Type:
-		return "USMALLINT", nil
-	case *arrow.Uint32Type:
-		return "UINTEGER", nil
-	case *arrow.Uint64Type:
-		return "UBIGINT", nil
-	case *arrow.Float16Type, *arrow.Float32Type:
-		return "FLOAT", nil
-	case *arrow.Float64Type:
-		return "DOUBLE", nil
-	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
-		return "VARCHAR", nil
-	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
-		return "BLOB", nil
-	case *arrow.Date32Type, *arrow.Date64Type:
-		return "DATE", nil
-	case *arrow.Time32Type, *arrow.Time64Type:
-		return "TIME", nil
 	case *arrow.TimestampType:
 		if t.TimeZone != "" {
 			return "TIMESTAMPTZ", nil
@@ -172,8 +174,6 @@ func duckType(t arrow.DataType) (string, error) {
 			return "TIMESTAMP_NS", nil
 		}
 		return "TIMESTAMP", nil
-	case *arrow.DurationType:
-		return "INTERVAL", nil
 	case *arrow.Decimal128Type:
 		return fmt.Sprintf("DECIMAL(%d, %d)", t.Precision, t.Scale), nil
 	case *arrow.ListType:

@@ -107,31 +107,30 @@ func checkSQL(call, holder string, b []byte, accepted []string) error {
 }
 
 func (r *router) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	if sqlDescriptor(d) {
-		if err := checkSQL("GetFlightInfo", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
-			return nil, r.sqlEdge(err)
-		}
-		info, err := r.FlightServer.GetFlightInfo(ctx, d)
-		return info, r.sqlEdge(err)
-	}
-	if err := flightserver.UnknownDescriptor("GetFlightInfo", d, true); err != nil {
-		return nil, err
-	}
-	return r.svc.GetFlightInfo(ctx, d)
+	return routeDescriptor(ctx, r, "GetFlightInfo", d, r.FlightServer.GetFlightInfo, r.svc.GetFlightInfo)
 }
 
 func (r *router) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	return routeDescriptor(ctx, r, "GetSchema", d, r.FlightServer.GetSchema, r.svc.GetSchema)
+}
+
+// routeDescriptor sends call's descriptor d to sql when it holds a Flight
+// SQL command (checked first) and otherwise to plain, the
+// flightserver.Service, once it is a descriptor that one serves.
+func routeDescriptor[T any](ctx context.Context, r *router, call string, d *flight.FlightDescriptor,
+	sql, plain func(context.Context, *flight.FlightDescriptor) (T, error)) (T, error) {
+	var none T
 	if sqlDescriptor(d) {
-		if err := checkSQL("GetSchema", "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
-			return nil, r.sqlEdge(err)
+		if err := checkSQL(call, "descriptor", d.Cmd, sqlDescriptorCommands); err != nil {
+			return none, r.sqlEdge(err)
 		}
-		res, err := r.FlightServer.GetSchema(ctx, d)
+		res, err := sql(ctx, d)
 		return res, r.sqlEdge(err)
 	}
-	if err := flightserver.UnknownDescriptor("GetSchema", d, true); err != nil {
-		return nil, err
+	if err := flightserver.UnknownDescriptor(call, d, true); err != nil {
+		return none, err
 	}
-	return r.svc.GetSchema(ctx, d)
+	return plain(ctx, d)
 }
 
 func (r *router) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {

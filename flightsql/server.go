@@ -173,15 +173,7 @@ func New(ctx context.Context, svc *flightserver.Service, opts *Options) (*Server
 	if o.MaxResultRows < 0 {
 		return nil, flightserver.Status(invalidf("MaxResultRows must not be negative, got %d", o.MaxResultRows))
 	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.Alloc == nil {
-		o.Alloc = memory.DefaultAllocator
-	}
-	if o.BatchRows <= 0 {
-		o.BatchRows = 1 << 16
-	}
+	flightserver.DefaultBasics(&o.Logger, &o.Alloc, &o.BatchRows)
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = 8 << 20
 	}

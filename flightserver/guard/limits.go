@@ -98,28 +98,22 @@ func DefaultLimits() *Limits {
 func (l *Limits) filled() Limits {
 	out := *l
 	d := DefaultLimits()
-	if out.MaxRecvMsgSize == 0 {
-		out.MaxRecvMsgSize = d.MaxRecvMsgSize
-	}
-	if out.MaxSendMsgSize == 0 {
-		out.MaxSendMsgSize = d.MaxSendMsgSize
-	}
-	if out.MaxStreamsPerConn == 0 {
-		out.MaxStreamsPerConn = d.MaxStreamsPerConn
-	}
-	if out.MaxCalls == 0 {
-		out.MaxCalls = d.MaxCalls
-	}
-	if out.RequestTimeout == 0 {
-		out.RequestTimeout = d.RequestTimeout
-	}
-	if out.KeepaliveTime == 0 {
-		out.KeepaliveTime = d.KeepaliveTime
-	}
-	if out.KeepaliveTimeout == 0 {
-		out.KeepaliveTimeout = d.KeepaliveTimeout
-	}
+	orDefault(&out.MaxRecvMsgSize, d.MaxRecvMsgSize)
+	orDefault(&out.MaxSendMsgSize, d.MaxSendMsgSize)
+	orDefault(&out.MaxStreamsPerConn, d.MaxStreamsPerConn)
+	orDefault(&out.MaxCalls, d.MaxCalls)
+	orDefault(&out.RequestTimeout, d.RequestTimeout)
+	orDefault(&out.KeepaliveTime, d.KeepaliveTime)
+	orDefault(&out.KeepaliveTimeout, d.KeepaliveTimeout)
 	return out
+}
+
+// orDefault sets *v to def when it is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // Validate reports the first limit that is out of range, naming it, as

@@ -354,13 +354,22 @@ func AppendTokenLine(path, line string) error {
 	return w.Close()
 }
 
-// ListTokens returns the tokens of the tokens file at path, in file order.
-func ListTokens(path string) ([]Token, error) {
+// readValidTokens reads the tokens file at path and checks that it parses.
+func readValidTokens(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokens file: %v", ErrBadTokens, err)
 	}
 	if _, err := ParseTokens(bytes.NewReader(data), path); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// ListTokens returns the tokens of the tokens file at path, in file order.
+func ListTokens(path string) ([]Token, error) {
+	data, err := readValidTokens(path)
+	if err != nil {
 		return nil, err
 	}
 	var out []Token
@@ -381,11 +390,8 @@ func ListTokens(path string) ([]Token, error) {
 // (written aside, synced, renamed), so a running server never reads half
 // of it. Nothing is written when nothing matches.
 func RemoveTokens(path string, match func(Token) bool) ([]Token, error) {
-	data, err := os.ReadFile(path)
+	data, err := readValidTokens(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tokens file: %v", ErrBadTokens, err)
-	}
-	if _, err := ParseTokens(bytes.NewReader(data), path); err != nil {
 		return nil, err
 	}
 	var removed []Token

@@ -97,27 +97,42 @@ func Errorf(cat error, format string, args ...any) error {
 //
 // flightserver.Status adds the table's categories to these.
 func Code(err error) codes.Code {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, ErrInvalidArgument):
-		return codes.InvalidArgument
-	case errors.Is(err, ErrUnauthenticated):
-		return codes.Unauthenticated
-	case errors.Is(err, ErrPermissionDenied):
-		return codes.PermissionDenied
-	case errors.Is(err, ErrResourceExhausted):
-		return codes.ResourceExhausted
-	case errors.Is(err, ErrUnimplemented):
-		return codes.Unimplemented
-	case errors.Is(err, ErrFailedPrecondition):
-		return codes.FailedPrecondition
-	case errors.Is(err, ErrUnavailable):
-		return codes.Unavailable
+	if c, ok := Lookup(err, codeOf); ok {
+		return c
 	}
 	return codes.Internal
+}
+
+// Mapping gives the errors of categories Cats the gRPC code Code.
+type Mapping struct {
+	Cats []error
+	Code codes.Code
+}
+
+// codeOf is the table of [Code], in the order it tests the categories.
+var codeOf = []Mapping{
+	{[]error{context.Canceled}, codes.Canceled},
+	{[]error{context.DeadlineExceeded}, codes.DeadlineExceeded},
+	{[]error{ErrInvalidArgument}, codes.InvalidArgument},
+	{[]error{ErrUnauthenticated}, codes.Unauthenticated},
+	{[]error{ErrPermissionDenied}, codes.PermissionDenied},
+	{[]error{ErrResourceExhausted}, codes.ResourceExhausted},
+	{[]error{ErrUnimplemented}, codes.Unimplemented},
+	{[]error{ErrFailedPrecondition}, codes.FailedPrecondition},
+	{[]error{ErrUnavailable}, codes.Unavailable},
+}
+
+// Lookup returns the code of the first mapping of table that has a
+// category err is (errors.Is), and whether there is one.
+func Lookup(err error, table []Mapping) (codes.Code, bool) {
+	for _, m := range table {
+		for _, cat := range m.Cats {
+			if errors.Is(err, cat) {
+				return m.Code, true
+			}
+		}
+	}
+	return codes.OK, false
 }
 
 // Status is the gRPC status of err by [Code], for the guard's own edges
