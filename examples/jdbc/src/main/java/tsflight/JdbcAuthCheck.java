@@ -65,8 +65,7 @@ public final class JdbcAuthCheck {
             t.setDaemon(true);
             return t;
           });
-  private int passed;
-  private int failed;
+  private final Tally tally = new Tally();
 
   /** A check's body: returns normally to pass, throws to fail. */
   private interface Body {
@@ -123,8 +122,8 @@ public final class JdbcAuthCheck {
     try {
       rc = c.runAll();
     } catch (Throwable t) { // never expected; keep the summary line anyway
-      c.fail("internal", describe(t));
-      rc = c.summary();
+      c.tally.fail("internal", describe(t));
+      rc = c.tally.summary();
     }
     System.out.flush();
     // Threads of a timed-out check or of the driver must not keep the JVM alive.
@@ -219,7 +218,7 @@ public final class JdbcAuthCheck {
           "mtls-without-certificate",
           () -> expectRefused(tlsUrl(mtlsHostPort), basic(readToken), "UNAVAILABLE"));
     }
-    return summary();
+    return tally.summary();
   }
 
   /** The URL of a TLS connection that trusts the test CA (no secrets in it). */
@@ -270,7 +269,7 @@ public final class JdbcAuthCheck {
       msg = describe(e);
     }
     if (want != null && !msg.toLowerCase().contains(want.toLowerCase())) {
-      throw new CheckFailed("refused, but the error does not mention \"" + want + "\": " + oneLine(msg));
+      throw new CheckFailed("refused, but the error does not mention \"" + want + "\": " + Tally.oneLine(msg));
     }
     System.out.println("  refused: " + shorten(msg));
   }
@@ -309,28 +308,17 @@ public final class JdbcAuthCheck {
             });
     try {
       f.get(CHECK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      passed++;
-      System.out.println("PASS " + name);
+      tally.pass(name);
     } catch (TimeoutException e) {
       f.cancel(true);
-      fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
+      tally.fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
-      fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
+      tally.fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      fail(name, "interrupted");
+      tally.fail(name, "interrupted");
     }
-  }
-
-  private void fail(String name, String reason) {
-    failed++;
-    System.out.println("FAIL " + name + ": " + oneLine(reason));
-  }
-
-  private int summary() {
-    System.out.println(passed + " passed, " + failed + " failed");
-    return failed == 0 ? 0 : 1;
   }
 
   private static boolean isEmpty(String s) {
@@ -356,16 +344,8 @@ public final class JdbcAuthCheck {
     return sb.toString();
   }
 
-  private static String oneLine(String s) {
-    if (s == null) {
-      return "(no message)";
-    }
-    s = s.replaceAll("\\s+", " ").trim();
-    return s.length() > 600 ? s.substring(0, 600) + "..." : s;
-  }
-
   private static String shorten(String s) {
-    s = oneLine(s);
+    s = Tally.oneLine(s);
     return s.length() > 240 ? s.substring(0, 240) + "..." : s;
   }
 }
