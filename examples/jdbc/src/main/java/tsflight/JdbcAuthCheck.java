@@ -9,12 +9,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Base64;
 import java.util.Properties;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import tsflight.Tally.Body;
+import tsflight.Tally.CheckFailed;
 
 /**
  * Checks tsflight's tokens and TLS through the Apache Arrow Flight SQL JDBC driver.
@@ -66,18 +64,6 @@ public final class JdbcAuthCheck {
             return t;
           });
   private final Tally tally = new Tally();
-
-  /** A check's body: returns normally to pass, throws to fail. */
-  private interface Body {
-    void run() throws Exception;
-  }
-
-  /** Thrown by a check body to fail with a plain reason. */
-  private static final class CheckFailed extends Exception {
-    CheckFailed(String reason) {
-      super(reason);
-    }
-  }
 
   private JdbcAuthCheck(String[] args, String read, String write, String expired) {
     hostPort = args[0];
@@ -300,25 +286,7 @@ public final class JdbcAuthCheck {
 
   /** Runs one check with a time limit and prints its PASS or FAIL line. */
   private void check(String name, Body body) {
-    Future<?> f =
-        executor.submit(
-            () -> {
-              body.run();
-              return null;
-            });
-    try {
-      f.get(CHECK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      tally.pass(name);
-    } catch (TimeoutException e) {
-      f.cancel(true);
-      tally.fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      tally.fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      tally.fail(name, "interrupted");
-    }
+    tally.check(executor, CHECK_TIMEOUT_SECONDS, name, body, JdbcAuthCheck::describe);
   }
 
   private static boolean isEmpty(String s) {

@@ -21,6 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import tsflight.Tally.Body;
+import tsflight.Tally.CheckFailed;
 
 /**
  * Checks tsflight's Flight SQL endpoint through the Apache Arrow Flight SQL JDBC driver.
@@ -53,18 +55,6 @@ public final class JdbcCheck {
   private final String indexColumn;
   private Connection conn;
   private long total = -1;
-
-  /** A check's body: returns normally to pass, throws to fail. */
-  private interface Body {
-    void run() throws Exception;
-  }
-
-  /** Thrown by a check body to fail with a plain reason. */
-  private static final class CheckFailed extends Exception {
-    CheckFailed(String reason) {
-      super(reason);
-    }
-  }
 
   private JdbcCheck(String hostPort, String table, String indexColumn) {
     this.url = "jdbc:arrow-flight-sql://" + hostPort + "?useEncryption=false";
@@ -425,30 +415,14 @@ public final class JdbcCheck {
 
   /** Runs one check with a time limit and prints its PASS or FAIL line. */
   private boolean check(String name, Body body) {
-    Future<?> f =
-        executor.submit(
-            () -> {
-              body.run();
-              return null;
-            });
-    try {
-      f.get(CHECK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      tally.pass(name);
-      return true;
-    } catch (TimeoutException e) {
-      f.cancel(true);
+    Tally.Outcome outcome =
+        tally.check(executor, CHECK_TIMEOUT_SECONDS, name, body, JdbcCheck::describe);
+    if (outcome == Tally.Outcome.TIMED_OUT) {
       // The stuck thread is abandoned; later checks get a fresh one.
       executor.shutdownNow();
       executor = newExecutor();
-      tally.fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      tally.fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      tally.fail(name, "interrupted");
     }
-    return false;
+    return outcome == Tally.Outcome.PASSED;
   }
 
   /** An exception and its causes as one line, without stack traces. */
