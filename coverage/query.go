@@ -195,28 +195,37 @@ func (v View) runEnd(it roaring64.IntPeekable64, first, limit uint64) uint64 {
 	}
 	below := v.rankBelow(first)
 	full := func(x uint64) bool { return v.bm.Rank(x)-below == x-first+1 }
-	lo, hi := end, end // lo: known covered through; hi: known not (if > lo)
-	for step := uint64(1); lo < limit; step = min(step<<1, 1<<62) {
-		cand := limit
-		if limit-lo > step {
+	end += gallop(limit-end, func(k uint64) bool { return full(end + k) })
+	if end < math.MaxUint64 {
+		it.AdvanceIfNeeded(end + 1)
+	}
+	return end
+}
+
+// gallop returns the largest k <= n for which ok(k) holds, given that ok(0)
+// does and that ok, once false, stays false for every larger k: an
+// exponential search for a k where it fails, then a binary search between
+// the last k where it held and that one.
+func gallop(n uint64, ok func(k uint64) bool) uint64 {
+	lo, hi := uint64(0), uint64(0) // lo: known to hold; hi: known not to (if > lo)
+	for step := uint64(1); lo < n; step = min(step<<1, 1<<62) {
+		cand := n
+		if n-lo > step {
 			cand = lo + step
 		}
-		if !full(cand) {
+		if !ok(cand) {
 			hi = cand
 			break
 		}
 		lo = cand
 	}
-	for hi > lo && hi-lo > 1 { // not hi > lo+1: lo may be math.MaxUint64
+	for hi > lo && hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if full(mid) {
+		if ok(mid) {
 			lo = mid
 		} else {
 			hi = mid
 		}
-	}
-	if lo < math.MaxUint64 {
-		it.AdvanceIfNeeded(lo + 1)
 	}
 	return lo
 }
@@ -302,25 +311,5 @@ func (v View) LastWindow(end, n uint64) (Range, bool) {
 // rank = Rank(last).
 func (v View) runStart(last, rank uint64) uint64 {
 	full := func(x uint64) bool { return rank-v.rankBelow(x) == last-x+1 }
-	hi, lo := last, last // hi: known covered from; lo: known not (if < hi)
-	for step := uint64(1); hi > 0; step = min(step<<1, 1<<62) {
-		cand := uint64(0)
-		if hi > step {
-			cand = hi - step
-		}
-		if !full(cand) {
-			lo = cand
-			break
-		}
-		hi = cand
-	}
-	for hi > lo && hi-lo > 1 { // not hi > lo+1: lo may be math.MaxUint64
-		mid := lo + (hi-lo)/2
-		if full(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
+	return last - gallop(last, func(k uint64) bool { return full(last - k) })
 }

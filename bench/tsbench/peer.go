@@ -36,13 +36,20 @@ type peerSQL struct {
 
 // runPeer runs the Python peer in mode with args and decodes its JSON.
 func (b *bench) runPeer(ctx context.Context, mode string, args any, out any) (int64, error) {
+	return b.runPython(ctx, b.cfg.peer, "peer-"+mode+".json", mode, args, out)
+}
+
+// runPython runs a Python peer script in mode, its args written as JSON
+// to the work directory's file argsName, and decodes the JSON it prints;
+// the script's peak RSS is returned.
+func (b *bench) runPython(ctx context.Context, script, argsName, mode string, args any, out any) (int64, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return 0, err
 	}
-	path := filepath.Join(b.cfg.work, "peer-"+mode+".json")
+	path := filepath.Join(b.cfg.work, argsName)
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		return 0, err
 	}
-	return runJSON(ctx, out, b.cfg.python, b.cfg.peer, mode, path)
+	return runJSON(ctx, out, b.cfg.python, script, mode, path)
 }

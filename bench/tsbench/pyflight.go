@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,15 +129,7 @@ var pyGroups = []string{"pyingest", "pyscan", "latency", "bigseg"}
 // runFlightPeer runs bench/peers/flight_peer.py in mode with args and
 // decodes its JSON; its peak RSS is returned.
 func (b *bench) runFlightPeer(ctx context.Context, mode string, args any, out any) (int64, error) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return 0, err
-	}
-	path := filepath.Join(b.cfg.work, "flight-peer-"+mode+".json")
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		return 0, err
-	}
-	return runJSON(ctx, out, b.cfg.python, b.cfg.flightPeer, mode, path)
+	return b.runPython(ctx, b.cfg.flightPeer, "flight-peer-"+mode+".json", mode, args, out)
 }
 
 // pyTimes is one system's runs in flight_peer.py's answer.

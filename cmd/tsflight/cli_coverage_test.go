@@ -76,11 +76,7 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("coverage --format json: %v\nwant %v", a, wantJSON)
 	}
 
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "coverage", []cliFailure{
 		{2, []string{"--start and --end are required (or draw all the data with --plot FILE)"}, []string{cliTable}},
 		{2, []string{"--start and --end are required"}, []string{"--start", cliStart, cliTable}},
 		{2, []string{"--start and --end are required"}, []string{"--end", cliEnd, cliTable}},
@@ -91,9 +87,7 @@ func TestCoverage(t *testing.T) {
 		{1, []string{`table "nope": not found`, "(not found)"}, []string{"--start", cliStart, "--end", cliEnd, "nope"}},
 		{1, []string{`entity: "dc" is not an entity column (entity columns: host)`, "(invalid argument)"}, []string{"--entity", "dc=1", "--start", cliStart, "--end", cliEnd, cliTable}},
 		{1, []string{"version 7 does not exist"}, []string{"--version", "7", "--start", cliStart, "--end", cliEnd, cliTable}},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"coverage"}, tc.args...)...)
-	}
+	})
 }
 
 // cliGap is one gap as the csv format writes it.
@@ -244,11 +238,7 @@ func TestGaps(t *testing.T) {
 		t.Errorf("gaps --format json: %+v", a)
 	}
 
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "gaps", []cliFailure{
 		{2, []string{"--start and --end are required"}, []string{cliTable}},
 		{2, []string{"--start and --end are required"}, []string{"--start", cliStart, cliTable}},
 		{2, []string{"--start and --end are required"}, []string{"--end", cliEnd, cliTable}},
@@ -260,9 +250,7 @@ func TestGaps(t *testing.T) {
 		{1, []string{`end: "later" is not an RFC 3339 timestamp`}, []string{"--start", cliStart, "--end", "later", cliTable}},
 		{1, []string{`table "nope": not found`, "(not found)"}, []string{"--start", cliStart, "--end", cliEnd, "nope"}},
 		{1, []string{`entity: "dc" is not an entity column (entity columns: host)`}, []string{"--start", cliStart, "--end", cliEnd, "--entity", "dc=x", cliTable}},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"gaps"}, tc.args...)...)
-	}
+	})
 }
 
 // TestGapsIntegerIndex: spans of an integer index print as integers.

@@ -227,6 +227,23 @@ func (f *cliFixture) fail(t *testing.T, want int, wantErr []string, args ...stri
 	cliCheckFailure(t, args, stdout, stderr, code, want, wantErr)
 }
 
+// cliFailure is a failing invocation of one command: its arguments, the
+// exit code and the parts of the error message wanted.
+type cliFailure struct {
+	code int
+	want []string
+	args []string
+}
+
+// failAll runs "tsflight cmd ARGS" for each case and checks its failure as
+// fail does.
+func (f *cliFixture) failAll(t *testing.T, cmd string, cases []cliFailure) {
+	t.Helper()
+	for _, tc := range cases {
+		f.fail(t, tc.code, tc.want, append([]string{cmd}, tc.args...)...)
+	}
+}
+
 // cliCheckFailure checks a failed command: exit code want, no stdout, and
 // stderr "tsflight CMD: error: MSG\n" (exit 1 or 3) or "tsflight CMD:
 // MSG\nRun 'tsflight CMD --help' for usage.\n" (exit 2), where MSG

@@ -62,11 +62,7 @@ func TestLast(t *testing.T) {
 
 	// A table without entity columns has no newest row per entity.
 	f.ok(t, "create", "--index-column", "ts", "--granularity", "10s", "flat")
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "last", []cliFailure{
 		{2, []string{"missing the table name"}, nil},
 		{2, []string{`unexpected argument`}, []string{cliTable, "extra"}},
 		{2, []string{`invalid value "host" for flag --entity: "host" is not COLUMN=VALUE`}, []string{"--entity", "host", cliTable}},
@@ -76,9 +72,7 @@ func TestLast(t *testing.T) {
 		{1, []string{`entity: "dc" is not an entity column (entity columns: host)`, "(invalid argument)"}, []string{"--entity", "dc=1", cliTable}},
 		{1, []string{`last: columns: unknown column "nope"`, "(invalid argument)"}, []string{"--columns", "nope", cliTable}},
 		{1, []string{`last: table "flat" has no entity columns`, "(invalid argument)"}, []string{"flat"}},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"last"}, tc.args...)...)
-	}
+	})
 	// A failed command leaves an --output file as it was.
 	f.fail(t, 1, []string{"not found"}, "last", "--output", path, "nope")
 	if data, err := os.ReadFile(path); err != nil || string(data) != cliText(header, a.csv(), b.csv()) {

@@ -271,11 +271,7 @@ func TestScanSelect(t *testing.T) {
 
 func TestScanErrors(t *testing.T) {
 	f := newCLIFixture(t)
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "scan", []cliFailure{
 		{1, []string{`start: "yesterday" is not an RFC 3339 timestamp`, "(invalid argument)"}, []string{"--start", "yesterday", cliTable}},
 		{1, []string{`end: "2024-06-01" is not an RFC 3339 timestamp`}, []string{"--end", "2024-06-01", cliTable}},
 		{1, []string{`table "nope": not found`, "(not found)"}, []string{"nope"}},
@@ -291,9 +287,7 @@ func TestScanErrors(t *testing.T) {
 		{2, []string{`invalid value "xml" for flag --format: must be one of table|csv|json|parquet`}, []string{"--format", "xml", cliTable}},
 		{2, []string{"flag provided but not defined: --limit"}, []string{"--limit", "3", cliTable}},
 		{2, []string{`unexpected argument "n" after the table name`}, []string{cliTable, "n"}},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"scan"}, tc.args...)...)
-	}
+	})
 	f.fail(t, 2, []string{"missing the table name"}, "scan")
 
 	// An output that cannot be created fails and leaves nothing; a

@@ -50,11 +50,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("describe i: index %v; want %v", d["index"], wantIndex)
 	}
 
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "create", []cliFailure{
 		{1, []string{`table "m": already exists`, "(already exists)"}, []string{"--index-column", "ts", "--granularity", "10s", "m"}},
 		{1, []string{`granularity "7q": unknown unit "q" (use s, m, h or d)`, "(invalid argument)"}, []string{"--index-column", "ts", "--granularity", "7q", "x"}},
 		{1, []string{"granularity", "(invalid argument)"}, []string{"--index-column", "n", "--index-type", "int64", "--granularity", "10s", "x"}},
@@ -70,9 +66,7 @@ func TestCreate(t *testing.T) {
 		{2, []string{"missing the table name"}, []string{"--index-column", "ts", "--granularity", "10s"}},
 		{2, []string{`unexpected argument "y" after the table name`}, []string{"--index-column", "ts", "--granularity", "10s", "x", "y"}},
 		{2, []string{"the table name is empty"}, []string{"--index-column", "ts", "--granularity", "10s", ""}},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"create"}, tc.args...)...)
-	}
+	})
 	// The failures created nothing.
 	if out := f.ok(t, "tables", "--format", "csv"); out != cliText("table,rows,bytes,columns", "i,0,0,0", "m,0,0,0", "tz,0,0,0") {
 		t.Errorf("tables after the failed creates:\n%s", out)
@@ -213,11 +207,7 @@ func TestAddColumns(t *testing.T) {
 		t.Errorf("add-columns --format json: %q", out)
 	}
 
-	for _, tc := range []struct {
-		code int
-		want []string
-		args []string
-	}{
+	f.failAll(t, "add-columns", []cliFailure{
 		{1, []string{`column "x": unknown type "quux" (use bool, int32`, "(invalid argument)"}, []string{cliTable, "x:quux"}},
 		{1, []string{"value", "(invalid argument)"}, []string{cliTable, "value:float64"}},
 		{1, []string{`table "nope": not found`, "(not found)"}, []string{"nope", "x:int64"}},
@@ -226,9 +216,7 @@ func TestAddColumns(t *testing.T) {
 		{2, []string{`column "x:" is not NAME:TYPE`}, []string{cliTable, "x:"}},
 		{2, []string{"missing the columns to add (NAME:TYPE …)"}, []string{cliTable}},
 		{2, []string{"missing the table name"}, nil},
-	} {
-		f.fail(t, tc.code, tc.want, append([]string{"add-columns"}, tc.args...)...)
-	}
+	})
 	// A table without a schema yet.
 	f.ok(t, "create", "--index-column", "ts", "--granularity", "10s", "fresh")
 	f.fail(t, 1, []string{"the table has no schema yet"}, "add-columns", "fresh", "x:int64")

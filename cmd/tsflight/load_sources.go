@@ -146,10 +146,20 @@ func (s *loadParquetSource) next() (arrow.RecordBatch, error) {
 	if s.rr == nil {
 		return nil, io.EOF
 	}
-	if s.rr.Next() {
-		return s.rr.RecordBatch(), nil
+	return readerNext(s.rr)
+}
+
+// readerNext returns r's next batch (r keeps it), r's error if it stopped
+// on one, or io.EOF after its last batch.
+func readerNext(r interface {
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}) (arrow.RecordBatch, error) {
+	if r.Next() {
+		return r.RecordBatch(), nil
 	}
-	if err := s.rr.Err(); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	return nil, io.EOF
@@ -238,15 +248,7 @@ func (s *loadIPCFileSource) close() {
 
 func (s *loadIPCStreamSource) schema() *arrow.Schema { return s.r.Schema() }
 
-func (s *loadIPCStreamSource) next() (arrow.RecordBatch, error) {
-	if s.r.Next() {
-		return s.r.RecordBatch(), nil
-	}
-	if err := s.r.Err(); err != nil {
-		return nil, err
-	}
-	return nil, io.EOF
-}
+func (s *loadIPCStreamSource) next() (arrow.RecordBatch, error) { return readerNext(s.r) }
 
 func (s *loadIPCStreamSource) close() {
 	s.r.Release()

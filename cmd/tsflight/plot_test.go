@@ -164,22 +164,30 @@ func plotRampPosition(c color.RGBA) float64 {
 	return pos
 }
 
-func plotRenderPNG(t *testing.T, g *coverageGrid, title string) (image.Image, *plotPicture) {
+// plotWrite writes g's plot with title to a fresh file named name (its
+// extension picks the format) and returns the file's bytes and the
+// picture's layout.
+func plotWrite(t *testing.T, g *coverageGrid, title, name string) ([]byte, *plotPicture) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "plot.png")
+	path := filepath.Join(t.TempDir(), name)
 	if err := writeCoveragePlot(g, path, title); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := plotPrepare(g, title, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, p
+}
+
+func plotRenderPNG(t *testing.T, g *coverageGrid, title string) (image.Image, *plotPicture) {
+	t.Helper()
+	data, p := plotWrite(t, g, title, "plot.png")
+	img, err := png.Decode(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,18 +275,7 @@ func plotParseSVG(t *testing.T, data []byte) plotSVG {
 
 func plotRenderSVG(t *testing.T, g *coverageGrid, title string) (plotSVG, *plotPicture, []byte) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "plot.svg")
-	if err := writeCoveragePlot(g, path, title); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plotPrepare(g, title, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, p := plotWrite(t, g, title, "plot.svg")
 	svg := plotParseSVG(t, data)
 	if svg.width != p.layout.width || svg.height != p.layout.height {
 		t.Fatalf("SVG is %dx%d, layout %dx%d", svg.width, svg.height, p.layout.width, p.layout.height)

@@ -241,14 +241,22 @@ func (c secureClient) eventually(token string, want int, fragment string) {
 	}
 }
 
+// startReloadServer starts a server over an empty root whose tokens file
+// (its path is returned) holds one read token, keeper, and is read again
+// as --reload-interval interval says; c is a client of it.
+func startReloadServer(t *testing.T, interval string) (tokens, keeper string, srv *serverProc, c secureClient) {
+	t.Helper()
+	tokens = filepath.Join(t.TempDir(), "tokens")
+	keeper = newToken(t, tokens, "read", "keeper")
+	srv = startServer(t, nil, "--root", t.TempDir(), "--auth-tokens", tokens, "--reload-interval", interval, "--listen", "127.0.0.1:0")
+	return tokens, keeper, srv, secureClient{t: t, uri: "grpc://" + srv.addr}
+}
+
 // A changed tokens file applies within --reload-interval: a new token
 // works, a removed one (revoked) is refused; a token whose time passes
 // stops working without any reload.
 func TestServeReloadsTokensFile(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	keeper := newToken(t, tokens, "read", "keeper")
-	srv := startServer(t, nil, "--root", t.TempDir(), "--auth-tokens", tokens, "--reload-interval", "100ms", "--listen", "127.0.0.1:0")
-	c := secureClient{t: t, uri: "grpc://" + srv.addr}
+	tokens, keeper, srv, c := startReloadServer(t, "100ms")
 
 	fresh := newToken(t, tokens, "write", "fresh")
 	c.eventually(fresh, 0, "")
@@ -299,10 +307,7 @@ func TestServeReloadsTokensFile(t *testing.T) {
 // With --reload-interval 0 only SIGHUP reloads; a broken file keeps the
 // tokens in force and says so.
 func TestServeReloadsTokensOnSIGHUP(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	keeper := newToken(t, tokens, "read", "keeper")
-	srv := startServer(t, nil, "--root", t.TempDir(), "--auth-tokens", tokens, "--reload-interval", "0", "--listen", "127.0.0.1:0")
-	c := secureClient{t: t, uri: "grpc://" + srv.addr}
+	tokens, keeper, srv, c := startReloadServer(t, "0")
 
 	fresh := newToken(t, tokens, "write", "fresh")
 	time.Sleep(300 * time.Millisecond)

@@ -61,25 +61,23 @@ def measure(label, fn, n, pid, warmup=50):
     return p50
 
 
+def select1(cur):
+    cur.execute("SELECT 1")
+    if cur.fetchall() != [(1,)]:
+        raise ExampleFailure("SELECT 1 answered wrongly")
+
+
 def run(url, n=200, pid=None):
     with adbc_connect(url) as conn:
 
         def new_cursor(_):
             with conn.cursor() as cur:
-                cur.execute("SELECT 1")
-                if cur.fetchall() != [(1,)]:
-                    raise ExampleFailure("SELECT 1 answered wrongly")
+                select1(cur)
 
         measure("select1_new_cursor", new_cursor, n, pid)
 
         with conn.cursor() as cur:
-
-            def reexec(_):
-                cur.execute("SELECT 1")
-                if cur.fetchall() != [(1,)]:
-                    raise ExampleFailure("SELECT 1 answered wrongly")
-
-            measure("select1_reexec", reexec, n, pid)
+            measure("select1_reexec", lambda _: select1(cur), n, pid)
 
         with conn.cursor() as cur:
 

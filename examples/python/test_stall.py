@@ -301,23 +301,29 @@ class Stalled:
                 pass
 
 
-def stall(srv, watch):
-    """Opens STREAMS stalled clients on srv, waits until each has its first
-    chunk and the server has had a second to settle; returns their state
-    (the fixtures add to it)."""
-    client = flight.connect(srv.url)
+def stall(srv):
+    """Starts watching srv's RSS (the state's "watch"; stopped here if this
+    fails), opens STREAMS stalled clients on srv, waits until each has its
+    first chunk and the server has had a second to settle; returns their
+    state (the fixtures add to it)."""
+    watch = RssWatch(srv)
     try:
-        info = table_info(client, srv.version)
-    finally:
-        client.close()
-    start = time.monotonic()
-    stalled = Stalled(srv.url, info.endpoints, STREAMS)
-    # Past the budget a first chunk waits for stalled connections to be
-    # closed: a stall timeout (or a few) after the first clients stopped.
-    came = stalled.wait_first(10 * STALL + 30)
-    opened = time.monotonic() - start
-    time.sleep(1.0)
-    return {"stalled": stalled, "came": came, "opened": opened, "watch": watch, "settled_rss": srv.rss()}
+        client = flight.connect(srv.url)
+        try:
+            info = table_info(client, srv.version)
+        finally:
+            client.close()
+        start = time.monotonic()
+        stalled = Stalled(srv.url, info.endpoints, STREAMS)
+        # Past the budget a first chunk waits for stalled connections to be
+        # closed: a stall timeout (or a few) after the first clients stopped.
+        came = stalled.wait_first(10 * STALL + 30)
+        opened = time.monotonic() - start
+        time.sleep(1.0)
+        return {"stalled": stalled, "came": came, "opened": opened, "watch": watch, "settled_rss": srv.rss()}
+    except BaseException:
+        watch.stop()
+        raise
 
 
 def check_came(state):
@@ -361,12 +367,8 @@ def mib(n):
 def pressured(server):
     """TestUnderPressure's stalled clients, with the server's RSS watched
     from before they came."""
-    watch = RssWatch(server)
-    try:
-        state = stall(server, watch)
-    except BaseException:
-        watch.stop()
-        raise
+    state = stall(server)
+    watch = state["watch"]
     state["evictions_before_fresh"] = server.evictions()
     try:
         yield state
@@ -396,12 +398,8 @@ def roomy(server):
     info, rows = read_table(server.url, server.version, 60)
     assert info.total_records == DEMO_ROWS and sum(rows) == DEMO_ROWS, (info.total_records, rows)
     base = server.rss()  # after that read, so it is not counted below
-    watch = RssWatch(server)
-    try:
-        state = stall(server, watch)
-    except BaseException:
-        watch.stop()
-        raise
+    state = stall(server)
+    watch = state["watch"]
     try:
         if state["came"]:
             time.sleep(2 * STALL)

@@ -9,12 +9,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Base64;
 import java.util.Properties;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import tsflight.Tally.Body;
+import tsflight.Tally.CheckFailed;
 
 /**
  * Checks tsflight's tokens and TLS through the Apache Arrow Flight SQL JDBC driver.
@@ -65,20 +63,7 @@ public final class JdbcAuthCheck {
             t.setDaemon(true);
             return t;
           });
-  private int passed;
-  private int failed;
-
-  /** A check's body: returns normally to pass, throws to fail. */
-  private interface Body {
-    void run() throws Exception;
-  }
-
-  /** Thrown by a check body to fail with a plain reason. */
-  private static final class CheckFailed extends Exception {
-    CheckFailed(String reason) {
-      super(reason);
-    }
-  }
+  private final Tally tally = new Tally();
 
   private JdbcAuthCheck(String[] args, String read, String write, String expired) {
     hostPort = args[0];
@@ -123,8 +108,8 @@ public final class JdbcAuthCheck {
     try {
       rc = c.runAll();
     } catch (Throwable t) { // never expected; keep the summary line anyway
-      c.fail("internal", describe(t));
-      rc = c.summary();
+      c.tally.fail("internal", describe(t));
+      rc = c.tally.summary();
     }
     System.out.flush();
     // Threads of a timed-out check or of the driver must not keep the JVM alive.
@@ -219,7 +204,7 @@ public final class JdbcAuthCheck {
           "mtls-without-certificate",
           () -> expectRefused(tlsUrl(mtlsHostPort), basic(readToken), "UNAVAILABLE"));
     }
-    return summary();
+    return tally.summary();
   }
 
   /** The URL of a TLS connection that trusts the test CA (no secrets in it). */
@@ -270,7 +255,7 @@ public final class JdbcAuthCheck {
       msg = describe(e);
     }
     if (want != null && !msg.toLowerCase().contains(want.toLowerCase())) {
-      throw new CheckFailed("refused, but the error does not mention \"" + want + "\": " + oneLine(msg));
+      throw new CheckFailed("refused, but the error does not mention \"" + want + "\": " + Tally.oneLine(msg));
     }
     System.out.println("  refused: " + shorten(msg));
   }
@@ -301,36 +286,7 @@ public final class JdbcAuthCheck {
 
   /** Runs one check with a time limit and prints its PASS or FAIL line. */
   private void check(String name, Body body) {
-    Future<?> f =
-        executor.submit(
-            () -> {
-              body.run();
-              return null;
-            });
-    try {
-      f.get(CHECK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      passed++;
-      System.out.println("PASS " + name);
-    } catch (TimeoutException e) {
-      f.cancel(true);
-      fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      fail(name, "interrupted");
-    }
-  }
-
-  private void fail(String name, String reason) {
-    failed++;
-    System.out.println("FAIL " + name + ": " + oneLine(reason));
-  }
-
-  private int summary() {
-    System.out.println(passed + " passed, " + failed + " failed");
-    return failed == 0 ? 0 : 1;
+    tally.check(executor, CHECK_TIMEOUT_SECONDS, name, body, JdbcAuthCheck::describe);
   }
 
   private static boolean isEmpty(String s) {
@@ -356,16 +312,8 @@ public final class JdbcAuthCheck {
     return sb.toString();
   }
 
-  private static String oneLine(String s) {
-    if (s == null) {
-      return "(no message)";
-    }
-    s = s.replaceAll("\\s+", " ").trim();
-    return s.length() > 600 ? s.substring(0, 600) + "..." : s;
-  }
-
   private static String shorten(String s) {
-    s = oneLine(s);
+    s = Tally.oneLine(s);
     return s.length() > 240 ? s.substring(0, 240) + "..." : s;
   }
 }

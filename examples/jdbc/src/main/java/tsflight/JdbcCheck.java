@@ -21,6 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import tsflight.Tally.Body;
+import tsflight.Tally.CheckFailed;
 
 /**
  * Checks tsflight's Flight SQL endpoint through the Apache Arrow Flight SQL JDBC driver.
@@ -45,8 +47,7 @@ public final class JdbcCheck {
 
   private static final Calendar UTC = Calendar.getInstance(TimeZone.getTimeZone("UTC"), Locale.ROOT);
 
-  private int passed;
-  private int failed;
+  private final Tally tally = new Tally();
   private ExecutorService executor = newExecutor();
 
   private final String url;
@@ -54,18 +55,6 @@ public final class JdbcCheck {
   private final String indexColumn;
   private Connection conn;
   private long total = -1;
-
-  /** A check's body: returns normally to pass, throws to fail. */
-  private interface Body {
-    void run() throws Exception;
-  }
-
-  /** Thrown by a check body to fail with a plain reason. */
-  private static final class CheckFailed extends Exception {
-    CheckFailed(String reason) {
-      super(reason);
-    }
-  }
 
   private JdbcCheck(String hostPort, String table, String indexColumn) {
     this.url = "jdbc:arrow-flight-sql://" + hostPort + "?useEncryption=false";
@@ -86,9 +75,8 @@ public final class JdbcCheck {
       rc = c.runAll();
     } catch (Throwable t) { // never expected; keep the summary line anyway
       System.out.println("FAIL internal: " + describe(t));
-      c.failed++;
-      System.out.println(c.passed + " passed, " + c.failed + " failed");
-      rc = 1;
+      c.tally.failed++;
+      rc = c.tally.summary();
     }
     System.out.flush();
     // Threads of a timed-out check or of the driver must not keep the JVM alive.
@@ -129,9 +117,9 @@ public final class JdbcCheck {
     };
     if (!connected) {
       for (String name : names) {
-        fail(name, "skipped: not connected");
+        tally.fail(name, "skipped: not connected");
       }
-      return summary();
+      return tally.summary();
     }
 
     // 2. count(*) through a plain Statement.
@@ -335,7 +323,7 @@ public final class JdbcCheck {
           try (Statement st = conn.createStatement()) {
             st.execute(sql);
           } catch (SQLException e) {
-            String msg = oneLine(e.getMessage());
+            String msg = Tally.oneLine(e.getMessage());
             System.out.println("  refused: " + msg);
             String lower = msg.toLowerCase(Locale.ROOT);
             if (!lower.contains("read-only") && !lower.contains("read only")) {
@@ -354,7 +342,7 @@ public final class JdbcCheck {
             throw new CheckFailed("isClosed() is false after close()");
           }
         });
-    return summary();
+    return tally.summary();
   }
 
   private long countSince(String sql, Timestamp since) throws Exception {
@@ -427,45 +415,14 @@ public final class JdbcCheck {
 
   /** Runs one check with a time limit and prints its PASS or FAIL line. */
   private boolean check(String name, Body body) {
-    Future<?> f =
-        executor.submit(
-            () -> {
-              body.run();
-              return null;
-            });
-    try {
-      f.get(CHECK_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      pass(name);
-      return true;
-    } catch (TimeoutException e) {
-      f.cancel(true);
+    Tally.Outcome outcome =
+        tally.check(executor, CHECK_TIMEOUT_SECONDS, name, body, JdbcCheck::describe);
+    if (outcome == Tally.Outcome.TIMED_OUT) {
       // The stuck thread is abandoned; later checks get a fresh one.
       executor.shutdownNow();
       executor = newExecutor();
-      fail(name, "timed out after " + CHECK_TIMEOUT_SECONDS + " s");
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      fail(name, cause instanceof CheckFailed ? cause.getMessage() : describe(cause));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      fail(name, "interrupted");
     }
-    return false;
-  }
-
-  private void pass(String name) {
-    passed++;
-    System.out.println("PASS " + name);
-  }
-
-  private void fail(String name, String reason) {
-    failed++;
-    System.out.println("FAIL " + name + ": " + oneLine(reason));
-  }
-
-  private int summary() {
-    System.out.println(passed + " passed, " + failed + " failed");
-    return failed == 0 ? 0 : 1;
+    return outcome == Tally.Outcome.PASSED;
   }
 
   /** An exception and its causes as one line, without stack traces. */
@@ -485,14 +442,6 @@ public final class JdbcCheck {
       last = msg == null ? "" : msg;
     }
     return sb.toString();
-  }
-
-  private static String oneLine(String s) {
-    if (s == null) {
-      return "(no message)";
-    }
-    s = s.replaceAll("\\s+", " ").trim();
-    return s.length() > 600 ? s.substring(0, 600) + "..." : s;
   }
 
   private static ExecutorService newExecutor() {
