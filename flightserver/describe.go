@@ -1,32 +1,36 @@
 package flightserver
 
 import (
+	"encoding/json"
 	"maps"
+	"strconv"
 
 	"github.com/tsflight/tsflight/tableformat"
 )
 
-// fieldInfo describes one column in describe-table.
-type fieldInfo struct {
+// ColumnDescription describes one column in describe-table.
+type ColumnDescription struct {
 	Name     string `json:"name"`
 	Type     string `json:"type"`
 	Nullable bool   `json:"nullable"`
 }
 
-// indexInfo describes the index in describe-table.
-type indexInfo struct {
-	Column        string   `json:"column"`
-	Type          string   `json:"type"`
-	Granularity   any      `json:"granularity"`
-	EntityColumns []string `json:"entity_columns"`
-	Timezone      *string  `json:"timezone"`
+// IndexDescription describes the index in describe-table. Granularity is
+// the time granularity of a timestamp index as a Go duration ("10s"), or
+// the bucket width of an integer index as a JSON number.
+type IndexDescription struct {
+	Column        string          `json:"column"`
+	Type          string          `json:"type"`
+	Granularity   json.RawMessage `json:"granularity"`
+	EntityColumns []string        `json:"entity_columns"`
+	Timezone      *string         `json:"timezone"`
 }
 
-// formatInfo is the "format" object of describe-table: the protocol, the
+// FormatDescription is the "format" object of describe-table: the protocol, the
 // legacy format a table still has to be upgraded from (absent for protocol
 // 7), the required features and whether the table needs upgrading before
 // it can be written.
-type formatInfo struct {
+type FormatDescription struct {
 	Protocol       uint32   `json:"protocol"`
 	LegacyFormat   uint32   `json:"legacy_format,omitempty"`
 	ReaderFeatures []string `json:"reader_features"`
@@ -34,42 +38,43 @@ type formatInfo struct {
 	NeedsUpgrade   bool     `json:"needs_upgrade"`
 }
 
-// tableInfo is the result of describe-table.
-type tableInfo struct {
-	Table           string      `json:"table"`
-	Version         uint64      `json:"version"`
-	ProtocolVersion uint32      `json:"protocol_version"`
-	ReaderFeatures  []string    `json:"reader_features"`
-	WriterFeatures  []string    `json:"writer_features"`
-	Format          formatInfo  `json:"format"`
-	Schema          []fieldInfo `json:"schema"`
-	Index           indexInfo   `json:"index"`
-	Segments        int         `json:"segments"`
-	Rows            uint64      `json:"rows"`
-	Bytes           uint64      `json:"bytes"`
-	CreatedAt       string      `json:"created_at"`
+// TableDescription is the answer of describe-table (without its
+// "maintenance" object), shared by the action and the CLI's describe.
+type TableDescription struct {
+	Table           string              `json:"table"`
+	Version         uint64              `json:"version"`
+	ProtocolVersion uint32              `json:"protocol_version"`
+	ReaderFeatures  []string            `json:"reader_features"`
+	WriterFeatures  []string            `json:"writer_features"`
+	Format          FormatDescription   `json:"format"`
+	Schema          []ColumnDescription `json:"schema"`
+	Index           IndexDescription    `json:"index"`
+	Segments        int                 `json:"segments"`
+	Rows            uint64              `json:"rows"`
+	Bytes           uint64              `json:"bytes"`
+	CreatedAt       string              `json:"created_at"`
 	// Properties are the table properties ({} when none).
 	Properties map[string]string `json:"properties"`
 }
 
-func describe(name string, st *tableformat.State) (*tableInfo, error) {
+func describe(name string, st *tableformat.State) (*TableDescription, error) {
 	m := st.Meta
 	ix := st.Index()
-	info := &tableInfo{
+	info := &TableDescription{
 		Table:           name,
 		Version:         st.Version,
 		ProtocolVersion: m.Protocol,
 		ReaderFeatures:  append([]string{}, m.ReaderFeatures...),
 		WriterFeatures:  append([]string{}, m.WriterFeatures...),
-		Format: formatInfo{
+		Format: FormatDescription{
 			Protocol:       m.Protocol,
 			LegacyFormat:   m.LegacyFormat,
 			ReaderFeatures: append([]string{}, m.ReaderFeatures...),
 			WriterFeatures: append([]string{}, m.WriterFeatures...),
 			NeedsUpgrade:   m.NeedsUpgrade(),
 		},
-		Schema: []fieldInfo{},
-		Index: indexInfo{
+		Schema: []ColumnDescription{},
+		Index: IndexDescription{
 			Column:        ix.Column,
 			Type:          string(ix.Kind.Type),
 			EntityColumns: append([]string{}, ix.EntityColumns...),
@@ -84,9 +89,9 @@ func describe(name string, st *tableformat.State) (*tableInfo, error) {
 		info.Properties = map[string]string{}
 	}
 	if ix.Kind.Type == tableformat.IndexTimestamp {
-		info.Index.Granularity = ix.Kind.Time.String()
+		info.Index.Granularity = json.RawMessage(strconv.Quote(ix.Kind.Time.String()))
 	} else {
-		info.Index.Granularity = ix.Kind.Width
+		info.Index.Granularity = json.RawMessage(strconv.FormatUint(uint64(ix.Kind.Width), 10))
 	}
 	for _, seg := range st.Segments {
 		if seg.FileSize != nil {
@@ -99,7 +104,7 @@ func describe(name string, st *tableformat.State) (*tableInfo, error) {
 			return nil, err
 		}
 		for _, f := range as.Fields() {
-			info.Schema = append(info.Schema, fieldInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
+			info.Schema = append(info.Schema, ColumnDescription{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
 		}
 	}
 	return info, nil

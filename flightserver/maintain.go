@@ -452,7 +452,7 @@ func (s *Service) maintenanceInfo(name string, st *tableformat.State) *Maintenan
 // describeWithMaintenance is describe-table's answer: the table's
 // description and its maintenance status.
 type describeWithMaintenance struct {
-	*tableInfo
+	*TableDescription
 	Maintenance *MaintenanceInfo `json:"maintenance"`
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tsflight/tsflight/flightserver"
 )
 
 var describeCmd = &command{
@@ -26,35 +28,6 @@ Example:
 
 func init() { register(describeCmd, runDescribe) }
 
-// tableDescription is the describe-table answer.
-type tableDescription struct {
-	Table           string   `json:"table"`
-	Version         int64    `json:"version"`
-	ProtocolVersion int      `json:"protocol_version"`
-	ReaderFeatures  []string `json:"reader_features"`
-	WriterFeatures  []string `json:"writer_features"`
-	Format          struct {
-		LegacyFormat int  `json:"legacy_format"`
-		NeedsUpgrade bool `json:"needs_upgrade"`
-	} `json:"format"`
-	Schema []struct {
-		Name     string `json:"name"`
-		Type     string `json:"type"`
-		Nullable bool   `json:"nullable"`
-	} `json:"schema"`
-	Index struct {
-		Column        string          `json:"column"`
-		Type          string          `json:"type"`
-		Granularity   json.RawMessage `json:"granularity"`
-		EntityColumns []string        `json:"entity_columns"`
-		Timezone      *string         `json:"timezone"`
-	} `json:"index"`
-	Segments  int64  `json:"segments"`
-	Rows      int64  `json:"rows"`
-	Bytes     int64  `json:"bytes"`
-	CreatedAt string `json:"created_at"`
-}
-
 func runDescribe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(describeCmd)
 	server := serverFlag(fs)
@@ -64,10 +37,11 @@ func runDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return actionCommand(ctx, e, server, out, "describe-table", map[string]any{"table": table},
-		(*tableDescription).columns, func(w io.Writer, d *tableDescription) error { return d.print(w) })
+		describeColumns, printDescription)
 }
 
-func (d *tableDescription) columns() *grid {
+// describeColumns is the table of d's columns and their roles.
+func describeColumns(d *flightserver.TableDescription) *grid {
 	g := &grid{header: []string{"column", "type", "nullable", "role"}}
 	for _, c := range d.Schema {
 		role := ""
@@ -82,7 +56,8 @@ func (d *tableDescription) columns() *grid {
 	return g
 }
 
-func (d *tableDescription) print(w io.Writer) error {
+// printDescription prints d for a person: the table, then its columns.
+func printDescription(w io.Writer, d *flightserver.TableDescription) error {
 	gran := strings.Trim(string(d.Index.Granularity), `"`)
 	entities := "none"
 	if len(d.Index.EntityColumns) > 0 {
@@ -100,7 +75,7 @@ func (d *tableDescription) print(w io.Writer) error {
 	}
 	lines := [][2]string{
 		{"table", d.Table},
-		{"version", strconv.FormatInt(d.Version, 10)},
+		{"version", strconv.FormatUint(d.Version, 10)},
 		{"index", fmt.Sprintf("%s (%s, granularity %s)", d.Index.Column, d.Index.Type, gran)},
 		{"entities", entities},
 	}
@@ -108,7 +83,7 @@ func (d *tableDescription) print(w io.Writer) error {
 		lines = append(lines, [2]string{"timezone", tz})
 	}
 	lines = append(lines,
-		[2]string{"data", fmt.Sprintf("%d rows in %d segments, %s", d.Rows, d.Segments, humanBytes(d.Bytes))},
+		[2]string{"data", fmt.Sprintf("%d rows in %d segments, %s", d.Rows, d.Segments, humanBytes(int64(d.Bytes)))},
 		[2]string{"created", d.CreatedAt},
 		[2]string{"protocol", fmt.Sprintf("%d (reader features: %s; writer features: %s)", d.ProtocolVersion, features(d.ReaderFeatures), features(d.WriterFeatures))},
 	)
@@ -127,7 +102,7 @@ func (d *tableDescription) print(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "no columns yet: the first load (or DoPut) sets the schema\n")
 		return err
 	}
-	return d.columns().print(w)
+	return describeColumns(d).print(w)
 }
 
 // humanBytes is n in B, KiB, MiB, GiB, TiB or PiB with one decimal: 1.5
