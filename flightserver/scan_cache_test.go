@@ -59,7 +59,7 @@ func (p *cachePair) same(t *testing.T, what string, desc *flight.FlightDescripto
 		}
 	}
 	// Every byte a stream charged for cached arrays came back.
-	if !waitFor(2*time.Second, func() bool { return p.cached.svc.streamBytesHeld() == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return p.cached.svc.streamBytesHeld() == 0 }) {
 		t.Fatalf("%s: the streams still hold %d bytes", what, p.cached.svc.streamBytesHeld())
 	}
 	return want
@@ -229,11 +229,11 @@ func TestScanCacheDoGetCancel(t *testing.T) {
 	if ts.svc.ScanCacheStats().Hits == hits {
 		t.Fatal("the cancelled DoGet was not served from the cache")
 	}
-	if !waitFor(2*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
+	if !waitFor(10*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
 		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines 2 s after the cancel, %d before the DoGet:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("%d goroutines 10 s after the cancel, %d before the DoGet:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 	}
-	if !waitFor(2*time.Second, func() bool {
+	if !waitFor(10*time.Second, func() bool {
 		return ts.svc.streamBytesHeld() == 0 && ts.srvMem.CurrentAlloc() == int(ts.svc.ScanCacheStats().Allocated)
 	}) {
 		t.Fatalf("after the cancel: streams hold %d bytes, the server %d, the cache %+v", ts.svc.streamBytesHeld(), ts.srvMem.CurrentAlloc(), ts.svc.ScanCacheStats())
