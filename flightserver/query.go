@@ -60,14 +60,9 @@ const MaxJSONBody = 1 << 20
 // nest three levels at most.
 const maxJSONDepth = 32
 
-// decodeStrict decodes a JSON object into v, refusing unknown fields and
-// trailing data, with errors that name the request. Its error is a status
-// already (Status of decodeJSON's): ticket.go and info.go return it as is.
-func decodeStrict(what string, data []byte, v any) error {
-	return Status(decodeJSON(what, data, v))
-}
-
-// decodeJSON is decodeStrict with the refusal's category, not its status.
+// decodeJSON decodes a JSON object into v, refusing unknown fields,
+// duplicate keys, deep nesting, oversized bodies and trailing data with
+// ErrInvalidInput errors that name the request (what).
 func decodeJSON(what string, data []byte, v any) error {
 	if len(data) > MaxJSONBody {
 		return invalidf("%s: the JSON body is %d bytes; at most %d are accepted", what, len(data), MaxJSONBody)

@@ -207,9 +207,9 @@ func TestDuplicateKey(t *testing.T) {
 			t.Errorf("duplicateKey(%s) = %q, %v; want %q", body, key, dup, want)
 		}
 	}
-	err := decodeStrict("vacuum", []byte(`{"table":"cpu","apply":true,"apply":null}`), &vacuumRequest{})
+	err := Status(decodeJSON("vacuum", []byte(`{"table":"cpu","apply":true,"apply":null}`), &vacuumRequest{}))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `vacuum: the JSON body gives "apply" more than once`) {
-		t.Errorf("decodeStrict of a duplicate key: %v", err)
+		t.Errorf("decodeJSON of a duplicate key: %v", err)
 	}
 	// Deep nesting is refused before it costs anything (the fifth review
 	// made the server hold 5 GB with 60 MB of {"": …), and so are big
@@ -218,16 +218,16 @@ func TestDuplicateKey(t *testing.T) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	before := m.TotalAlloc
-	err = decodeStrict("gaps", deep, &vacuumRequest{})
+	err = Status(decodeJSON("gaps", deep, &vacuumRequest{}))
 	runtime.ReadMemStats(&m)
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "gaps: the JSON body nests deeper than 32 levels") {
-		t.Errorf("decodeStrict of 200,000 nested objects: %v", err)
+		t.Errorf("decodeJSON of 200,000 nested objects: %v", err)
 	}
 	if grew := m.TotalAlloc - before; grew > 1<<20 {
 		t.Errorf("refusing 200,000 nested objects allocated %d bytes", grew)
 	}
-	err = decodeStrict("gaps", []byte(`{"table":"`+strings.Repeat("x", MaxJSONBody)+`"}`), &vacuumRequest{})
+	err = Status(decodeJSON("gaps", []byte(`{"table":"`+strings.Repeat("x", MaxJSONBody)+`"}`), &vacuumRequest{}))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "at most 1048576 are accepted") {
-		t.Errorf("decodeStrict of a body over 1 MiB: %v", err)
+		t.Errorf("decodeJSON of a body over 1 MiB: %v", err)
 	}
 }
