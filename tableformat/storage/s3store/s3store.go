@@ -62,6 +62,9 @@ const metaToken = "tsflight-put"
 // that it can tell a conditional create that failed from one whose outcome
 // is unknown.
 func New(client *s3.Client, bucket, prefix string, opts *Options) (*FS, error) {
+	if client == nil {
+		return nil, errors.New("s3store: no S3 client")
+	}
 	if bucket == "" {
 		return nil, errors.New("s3store: empty bucket name")
 	}
@@ -179,20 +182,25 @@ type object struct {
 // get reads the whole object key.
 func (f *FS) get(key string) (object, error) {
 	var obj object
-	err := f.r.do(func(ctx context.Context) error {
-		out, err := f.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &f.bucket, Key: &key}, noRetry)
-		if err != nil {
-			return err
-		}
-		defer out.Body.Close()
-		data, err := io.ReadAll(out.Body)
-		if err != nil {
-			return err
-		}
-		obj = object{data: data, etag: aws.ToString(out.ETag), token: out.Metadata[metaToken]}
-		return nil
+	err := f.r.do(func(ctx context.Context) (err error) {
+		obj, err = f.getOnce(ctx, key)
+		return err
 	})
 	return obj, err
+}
+
+// getOnce is one GET of key, without retries.
+func (f *FS) getOnce(ctx context.Context, key string) (object, error) {
+	out, err := f.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &f.bucket, Key: &key}, noRetry)
+	if err != nil {
+		return object{}, err
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return object{}, err
+	}
+	return object{data: data, etag: aws.ToString(out.ETag), token: out.Metadata[metaToken]}, nil
 }
 
 // head describes the object key.
@@ -265,9 +273,17 @@ func (f *FS) putCond(key string, data []byte, ifMatch string) (string, error) {
 	}
 	// readBack tells whether the key now holds this call's write
 	// (mine), holds nothing (absent), or holds something else, with its
-	// ETag.
-	readBack := func() (etag string, mine, absent bool, err error) {
-		obj, err := f.get(key)
+	// ETag. With once it makes one GET (the loop below retries it);
+	// otherwise the GET is retried like any other.
+	readBack := func(once bool) (etag string, mine, absent bool, err error) {
+		var obj object
+		if once {
+			ctx, cancel := f.r.ctx()
+			obj, err = f.getOnce(ctx, key)
+			cancel()
+		} else {
+			obj, err = f.get(key)
+		}
 		if classify(err) == missing {
 			return "", false, true, nil
 		}
@@ -283,8 +299,10 @@ func (f *FS) putCond(key string, data []byte, ifMatch string) (string, error) {
 			f.r.wait(n)
 		}
 		if unknown {
-			etag, mine, absent, err := readBack()
+			etag, mine, absent, err := readBack(true)
 			switch {
+			case err != nil && classify(err) != transient:
+				return "", fmt.Errorf("%w: %w", errAmbiguous, err)
 			case err != nil:
 				lastErr = err
 				continue
@@ -312,7 +330,7 @@ func (f *FS) putCond(key string, data []byte, ifMatch string) (string, error) {
 			}
 			// The condition may have failed on our own earlier attempt:
 			// only reading the key back can tell.
-			etag, mine, _, rerr := readBack()
+			etag, mine, _, rerr := readBack(false)
 			switch {
 			case rerr != nil:
 				return "", fmt.Errorf("%w: %w", errAmbiguous, rerr)

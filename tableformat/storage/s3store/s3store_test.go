@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/tsflight/tsflight/tableformat/storage"
 	"github.com/tsflight/tsflight/tableformat/storage/s3store"
 )
@@ -289,9 +291,20 @@ func TestList(t *testing.T) {
 	}
 	expectNames(t, fsys, "d", "B", "a", "b", "c", "e", "h", "i")
 
-	// The prefix isolates the FS from the rest of the bucket.
-	empty := g.newFS(t, nil, nil)
-	expectNames(t, empty, ".")
+	// The prefix isolates the FS from the rest of the same bucket: a
+	// sibling prefix sees nothing of it, and the bucket's root sees it
+	// only as the directory of its prefix.
+	bucket, _ := fsys.Location()
+	sibling, err := s3store.New(g.client(nil), bucket, "tables/t2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectNames(t, sibling, ".")
+	whole, err := s3store.New(g.client(nil), bucket, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectNames(t, whole, "tables", "t1")
 }
 
 // TestCreateRace: 16 writers create one key at once, through
@@ -381,4 +394,31 @@ func TestSyncedSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, fsys, "data/seg", "synced then closed")
+}
+
+// TestNewRefuses: New refuses what it cannot work with before any request.
+func TestNewRefuses(t *testing.T) {
+	g := startGateway(t)
+	for _, c := range []struct {
+		name           string
+		client         bool
+		bucket, prefix string
+		want           string
+	}{
+		{"no client", false, "b", "", "no S3 client"},
+		{"no bucket", true, "", "", "empty bucket name"},
+		{"bad prefix", true, "b", "../x", `prefix "../x"`},
+	} {
+		var cl *s3.Client
+		if c.client {
+			cl = g.client(nil)
+		}
+		fsys, err := s3store.New(cl, c.bucket, c.prefix, nil)
+		if err == nil || fsys != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: New = %v, %v; want an error naming %q", c.name, fsys, err, c.want)
+		}
+	}
+	if _, err := s3store.New(g.client(nil), "b", "../x", nil); !errors.Is(err, storage.ErrInvalidPath) {
+		t.Errorf("bad prefix: %v, want storage.ErrInvalidPath", err)
+	}
 }

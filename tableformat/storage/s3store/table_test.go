@@ -119,9 +119,12 @@ func TestTableOnS3(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 10)
 	for w, h := range []*tableformat.Table{tb, tb2} {
+		rdrs := make([]array.RecordReader, 5) // built here: readings may t.Fatal
+		for i := range rdrs {
+			rdrs[i] = readings(t, 2, fmt.Sprintf("w%d-%d", w, i))
+		}
 		wg.Go(func() {
-			for i := range 5 {
-				rdr := readings(t, 2, fmt.Sprintf("w%d-%d", w, i))
+			for _, rdr := range rdrs {
 				_, err := h.Append(ctx, rdr, nil)
 				rdr.Release()
 				if err != nil {
