@@ -81,8 +81,8 @@ func IsAction(name string) bool {
 
 // RunAction runs the named action and returns its JSON-ready result; the
 // last action's result is an Arrow IPC stream ([]byte underneath), which
-// refuses to be encoded as JSON. It is the edge of every action (DoAction's
-// and Flight SQL's): its error is a gRPC status, mapped by Status here.
+// refuses to be encoded as JSON. It is the edge of every action of
+// DoAction: its error is a gRPC status, mapped by Status here.
 func (s *Service) RunAction(ctx context.Context, name string, body []byte) (any, error) {
 	result, err := s.runAction(ctx, name, body)
 	return result, Status(err)

@@ -80,8 +80,8 @@ func (s *Service) doGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	send := func(group []arrow.RecordBatch) error {
 		defer releaseAll(group)
 		var rows int64
-		for _, b := range group {
-			rows += b.NumRows()
+		for _, rec := range group {
+			rows += rec.NumRows()
 		}
 		if err := w.WriteGroup(group); err != nil {
 			return err

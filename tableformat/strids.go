@@ -29,8 +29,9 @@ type strIDs struct {
 	mask  uint64
 	shift uint     // 64 - log2(len(slots)): a hash's home slot is its top bits
 	keys  []string // by id; owned copies
-	// broken is set when a probe ran too long: the table is no longer
-	// used (every find misses, add fails).
+	// broken is set when a probe ran too long: add fails from then on, and
+	// the caller stops using the table (find does not check it:
+	// stringDict.lookup does).
 	broken bool
 }
 

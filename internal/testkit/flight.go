@@ -16,7 +16,10 @@ import (
 // of client, the IPC writer allocating from mem, and returns the
 // app_metadata of every PutResult the server sent. When the server ends
 // the call early the remaining batches are not sent and the error is the
-// one the results stream ends with, returned with the results before it.
+// one the results stream ends with, returned with the results before it;
+// when the results end cleanly but a batch could not be written (the
+// client's own fault, such as a batch of another schema), that write's
+// error is returned, so a put that sent fewer rows never looks whole.
 func Put(ctx context.Context, client flight.Client, mem memory.Allocator, desc *flight.FlightDescriptor, schema *arrow.Schema, batches ...arrow.RecordBatch) ([][]byte, error) {
 	stream, err := client.DoPut(ctx)
 	if err != nil {
@@ -24,12 +27,15 @@ func Put(ctx context.Context, client flight.Client, mem memory.Allocator, desc *
 	}
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	w.SetFlightDescriptor(desc)
+	var writeErr error
 	for _, b := range batches {
-		if err := w.Write(b); err != nil {
-			break // the server ended the call; Recv says why
+		if writeErr = w.Write(b); writeErr != nil {
+			break // if the server ended the call, Recv says why
 		}
 	}
-	w.Close()
+	if err := w.Close(); writeErr == nil {
+		writeErr = err
+	}
 	if err := stream.CloseSend(); err != nil {
 		return nil, err
 	}
@@ -37,7 +43,7 @@ func Put(ctx context.Context, client flight.Client, mem memory.Allocator, desc *
 	for {
 		r, err := stream.Recv()
 		if err == io.EOF {
-			return out, nil
+			return out, writeErr
 		}
 		if err != nil {
 			return out, err
